@@ -1,0 +1,112 @@
+// WEDJAT_* configuration. Runs in the library constructor: no allocation, no stdio.
+// Every invalid value keeps its default and leaves one warning naming the variable,
+// the value and why.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "wedjat_common.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void warn(wj_config *cfg, const char *name, const char *value, const char *why) {
+    if (cfg->warning_count >= WJ_MAX_WARNINGS) return;
+    snprintf(cfg->warnings[cfg->warning_count++], WJ_WARNING_LEN, "%s=%.60s: %s", name, value, why);
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+    if (!*s) return 0;
+    long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return 0;
+        v = v * 10 + (*p - '0');
+        if (v > hi) return 0;
+    }
+    if (v < lo) return 0;
+    *out = v;
+    return 1;
+}
+
+static void int_setting(wj_config *cfg, wj_getenv_fn lookup, void *ctx, const char *name,
+                        long lo, long hi, int *field) {
+    const char *v = lookup(name, ctx);
+    if (!v) return;
+    long out;
+    if (parse_int(v, lo, hi, &out)) { *field = (int)out; return; }
+    char why[96];
+    snprintf(why, sizeof why, "not an integer in %ld..%ld; using %d", lo, hi, *field);
+    warn(cfg, name, v, why);
+}
+
+static int is_one_of(const char *v, const char *const *words) {
+    for (; *words; words++) if (strcasecmp(v, *words) == 0) return 1;
+    return 0;
+}
+
+void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned uid) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->argv_mode = WJ_ARGV_REDACT;
+    cfg->flush_ms = 200;
+    cfg->max_connections = 65536;
+    cfg->log_max_mb = 256;
+    snprintf(cfg->dir, sizeof cfg->dir, "/tmp/wedjat-%u", uid);
+
+    static const char *const yes[] = {"1", "true", "yes", "on", 0};
+    static const char *const no[] = {"0", "false", "no", "off", "", 0};
+    const char *v = lookup("WEDJAT_DISABLE", ctx);
+    if (v) {
+        if (is_one_of(v, yes)) cfg->disabled = 1;
+        else if (!is_one_of(v, no)) warn(cfg, "WEDJAT_DISABLE", v, "expected 0 or 1; using 0");
+    }
+
+    v = lookup("WEDJAT_DIR", ctx);
+    if (v) {
+        size_t len = strlen(v);
+        if (len == 0) {
+            warn(cfg, "WEDJAT_DIR", v, "empty; using the default");
+        } else if (len > WJ_PATH_MAX - 100) {
+            warn(cfg, "WEDJAT_DIR", v, "path too long; using the default");
+        } else if (v[0] == '/') {
+            memcpy(cfg->dir, v, len + 1);
+        } else {
+            // Relative: resolve once against this process's working directory.
+            char cwd[WJ_PATH_MAX];
+            if (getcwd(cwd, sizeof cwd - 1) && strlen(cwd) + len + 2 < WJ_PATH_MAX - 100)
+                snprintf(cfg->dir, sizeof cfg->dir, "%s/%s", cwd, v);
+            else
+                warn(cfg, "WEDJAT_DIR", v, "cannot resolve relative path; using the default");
+        }
+    }
+
+    v = lookup("WEDJAT_ARGV", ctx);
+    if (v) {
+        if (strcasecmp(v, "full") == 0) cfg->argv_mode = WJ_ARGV_FULL;
+        else if (strcasecmp(v, "redact") == 0) cfg->argv_mode = WJ_ARGV_REDACT;
+        else if (strcasecmp(v, "none") == 0) cfg->argv_mode = WJ_ARGV_NONE;
+        else warn(cfg, "WEDJAT_ARGV", v, "expected full, redact or none; using redact");
+    }
+
+    int_setting(cfg, lookup, ctx, "WEDJAT_FLUSH_MS", 10, 60000, &cfg->flush_ms);
+    int_setting(cfg, lookup, ctx, "WEDJAT_MAX_CONNECTIONS", 16, 1048576, &cfg->max_connections);
+    int_setting(cfg, lookup, ctx, "WEDJAT_LOG_MAX_MB", 1, 1048576, &cfg->log_max_mb);
+}
+
+// A typo in a variable name silently does nothing; say so instead.
+void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
+    static const char *const known[] = {
+        "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
+        "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", 0};
+    if (!envp) return;
+    for (; *envp; envp++) {
+        const char *e = *envp;
+        if (strncmp(e, "WEDJAT_", 7) != 0) continue;
+        const char *eq = strchr(e, '=');
+        size_t n = eq ? (size_t)(eq - e) : strlen(e);
+        int found = 0;
+        for (const char *const *k = known; *k; k++)
+            if (strlen(*k) == n && strncmp(*k, e, n) == 0) { found = 1; break; }
+        if (!found && cfg->warning_count < WJ_MAX_WARNINGS)
+            snprintf(cfg->warnings[cfg->warning_count++], WJ_WARNING_LEN,
+                     "%.*s: unknown wedjat variable; ignored", (int)(n > 60 ? 60 : n), e);
+    }
+}

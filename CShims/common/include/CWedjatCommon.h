@@ -1,0 +1,4 @@
+// Umbrella header of the CWedjatCommon module (what Swift imports).
+#include "wedjat_common.h"
+#include "wedjat_json.h"
+#include "wedjat_agent_api.h"

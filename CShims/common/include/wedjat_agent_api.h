@@ -1,0 +1,76 @@
+// The contract between libwedjat.so (C, preloaded into every process) and
+// libwedjat-agent.so (Swift aggregator, dlopen'ed by the agent thread the first time there
+// are network events to aggregate). Keeping Swift out of processes that never need it is
+// what keeps the start-up cost of a watched `/bin/true` near the C shim's.
+#ifndef WEDJAT_AGENT_API_H
+#define WEDJAT_AGENT_API_H
+
+#include "wedjat_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WJ_AGENT_API_VERSION 1
+
+enum {
+    WJ_END_NONE = 0,
+    WJ_END_EXIT = 1,        // return from main or exit()
+    WJ_END__EXIT = 2,       // _exit / _Exit
+    WJ_END_QUICK_EXIT = 3,
+    WJ_END_ABORT = 4,
+    WJ_END_EXEC = 5,
+};
+
+typedef struct wj_process {
+    int pid;
+    int ppid;
+    uint64_t generation;        // +1 in every forked child: the agent drops inherited state
+    uint64_t init_mono_ns;      // library initialisation in this image
+    uint64_t init_real_ns;
+    uint64_t main_mono_ns;      // when main() was entered, 0 if not seen
+    char prog[64];
+    char exe[WJ_PATH_MAX];          // /proc/self/exe at initialisation
+    char log_path[WJ_PATH_MAX];
+    char parent_log[WJ_PATH_MAX];     // set in fork children (and carried through exec)
+    char exec_hint_path[WJ_PATH_MAX]; // where an exec'ing image leaves its log path
+    int end_reason;
+    int exit_status;
+    int has_exit_status;
+    char exec_target[WJ_PATH_MAX];
+    uint64_t untracked_fds;     // sockets whose fd was too large for the fd table
+    wj_config config;
+    wj_logfile log;
+    wj_ring *ring;
+} wj_process;
+
+// What libwedjat.so gives the agent.
+typedef struct wj_agent_api {
+    uint32_t version;
+    uint32_t size;
+    wj_process *proc;
+    const char *(*errno_name)(int err);
+    // Live byte counters of a still-open connection; 0 if fd no longer holds conn_id.
+    int (*conn_counters)(int fd, uint64_t conn_id, uint64_t *bytes_in, uint64_t *bytes_out);
+} wj_agent_api;
+
+// What the agent gives back. All are called with the agent lock held, on one thread at a time.
+typedef struct wj_agent_ops {
+    void (*handle)(const wj_event *ev);
+    // Writes pending records; with final != 0 also every connection still open.
+    void (*flush)(int final, uint64_t end_mono_ns, int tid);
+    // Appends "\"type\":count," for each record type the agent wrote; returns the length.
+    size_t (*record_counts)(char *buf, size_t cap);
+    uint64_t (*dropped_records)(void);
+    uint64_t (*untracked_connections)(void);
+    uint64_t (*open_connections)(void);
+} wj_agent_ops;
+
+typedef int (*wj_agent_init_fn)(const wj_agent_api *api, wj_agent_ops *ops);
+#define WJ_AGENT_INIT_SYMBOL "wedjat_agent_init"
+#define WJ_AGENT_LIBRARY "libwedjat-agent.so"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

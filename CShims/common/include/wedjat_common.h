@@ -1,0 +1,162 @@
+// Shared between the interposer (hooks) and the Swift aggregator: the event layout, the
+// lock-free event ring, the log file writer and the configuration parser. Nothing here
+// hooks anything, so unit tests can link it without interposing the test runner.
+#ifndef WEDJAT_COMMON_H
+#define WEDJAT_COMMON_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <pthread.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WJ_VISIBLE __attribute__((visibility("default")))
+
+// ---------------------------------------------------------------- events
+
+enum {
+    WJ_EV_CONN_OPEN = 1,   // connect() returned (any result) or accept() returned a socket
+    WJ_EV_CONN_CLOSE = 2,  // a tracked socket was closed (close, dup2 over it, close_range)
+    WJ_EV_FORK = 3,        // fork() returned in the parent; a = child pid
+};
+
+enum { WJ_ROLE_CLIENT = 1, WJ_ROLE_SERVER = 2 };
+enum { WJ_TRANSPORT_TCP = 1 };
+
+// A socket address reduced to what the log needs; fits IPv4 and IPv6.
+typedef struct wj_addr {
+    uint16_t family;  // AF_INET, AF_INET6, or 0 when unknown
+    uint16_t port;    // host byte order
+    uint32_t scope_id;
+    uint8_t bytes[16];
+} wj_addr;
+
+// Fixed-size event: the hot path fills one and pushes it; no pointers, no allocation.
+typedef struct wj_event {
+    uint16_t kind;
+    uint8_t role;
+    uint8_t transport;
+    int32_t tid;
+    int32_t fd;
+    int32_t err;         // errno of a failed connect, 0 otherwise
+    uint64_t conn_id;
+    uint64_t t_start;    // CLOCK_MONOTONIC ns: connect call / accept return
+    uint64_t t_end;      // connect return, or close time
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+    uint64_t a;          // kind-specific (child pid for WJ_EV_FORK; flags for OPEN)
+    wj_addr local;
+    wj_addr peer;
+} wj_event;
+
+enum { WJ_OPEN_NONBLOCKING = 1 };  // wj_event.a bits for WJ_EV_CONN_OPEN
+
+uint64_t wj_now_ns(void);          // CLOCK_MONOTONIC
+uint64_t wj_realtime_ns(void);     // CLOCK_REALTIME
+int wj_gettid(void);
+
+// ---------------------------------------------------------------- ring
+// Bounded multi-producer single-consumer queue (Vyukov's, with per-slot "lap" counters
+// stored relative to the slot index so that an all-zero ring is a valid empty ring: a ring
+// in .bss costs nothing until used). Producers never block: when full they drop and count.
+
+typedef struct wj_slot {
+    _Atomic uint64_t lap;
+    wj_event ev;
+} wj_slot;
+
+typedef struct wj_ring {
+    _Alignas(64) _Atomic uint64_t enq;
+    _Alignas(64) _Atomic uint64_t deq;
+    _Alignas(64) _Atomic uint64_t dropped;
+    wj_slot *slots;
+    uint64_t mask;
+} wj_ring;
+
+// capacity must be a power of two; slots must be zeroed.
+void wj_ring_init(wj_ring *r, wj_slot *slots, uint64_t capacity);
+int wj_ring_push(wj_ring *r, const wj_event *ev);   // 1 pushed, 0 dropped (counted)
+int wj_ring_pop(wj_ring *r, wj_event *out);         // single consumer; 1 got one, 0 empty
+uint64_t wj_ring_dropped(const wj_ring *r);
+// After fork, in the child: forget everything pending (including slots claimed by threads
+// that do not exist in the child) without touching the whole ring.
+void wj_ring_discard_pending(wj_ring *r);
+
+// ---------------------------------------------------------------- configuration
+
+enum { WJ_ARGV_FULL = 0, WJ_ARGV_REDACT = 1, WJ_ARGV_NONE = 2 };
+
+#define WJ_PATH_MAX 512
+#define WJ_MAX_WARNINGS 8
+#define WJ_WARNING_LEN 200
+
+typedef struct wj_config {
+    int disabled;
+    int argv_mode;
+    int flush_ms;
+    int max_connections;
+    int log_max_mb;
+    char dir[WJ_PATH_MAX];
+    int warning_count;
+    char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
+} wj_config;
+
+// Parses WEDJAT_* from a getenv-like lookup. Invalid values: one warning each, default kept.
+// No allocation; safe before main.
+typedef const char *(*wj_getenv_fn)(const char *name, void *ctx);
+void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned uid);
+// Adds a warning for each WEDJAT_* name in envp that wedjat does not know (typos).
+void wj_config_warn_unknown(wj_config *cfg, char *const *envp);
+
+// ---------------------------------------------------------------- log file
+// One NDJSON file per process image. Opened lazily, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC,
+// 0600, and moved to a high fd number so the app's own fd numbering is unchanged. If the app
+// closes or dup2s over that number (hooks mark it lost; fstat catches raw syscalls), or the
+// file is moved away, the writer reopens instead of writing into someone else's fd.
+
+typedef struct wj_logfile {
+    pthread_mutex_t lock;      // held only around check+write, and by hooks touching fd
+    _Atomic int fd;            // -1 when not open
+    int lost;                  // set by hooks when the app closed/dup2'd over fd
+    int failed;                // creation failed for good (bad dir): stop trying
+    int pid;                   // owner pid (detects a forked child using a parent's fd)
+    uint64_t dev, ino;         // identity of the open file
+    uint64_t size;             // bytes written so far (for RLIMIT_FSIZE / max size checks)
+    uint64_t max_bytes;
+    uint64_t dropped_writes;   // write calls (batches of whole lines) that could not land
+    uint64_t dropped_bytes;
+    int reopen_count;
+    char path[WJ_PATH_MAX];
+    char error[WJ_WARNING_LEN]; // why the file could not be created, if it could not
+} wj_logfile;
+
+void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes);
+// Writes whole lines; returns 1 if all landed, 0 if dropped (counted in the struct).
+int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len);
+void wj_logfile_close(wj_logfile *lf);
+// In a forked child: drop the parent's file without touching it, and take a new path.
+void wj_logfile_reset_for_child(wj_logfile *lf, const char *path);
+// Called by hooks before the app closes/replaces `fd`: if it is the log fd, give it up.
+// Returns 1 if it was the log fd.
+int wj_logfile_release_if(wj_logfile *lf, int fd);
+// Same for a range [lo, hi] (close_range/closefrom).
+int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi);
+// Create dir (0700) if missing and check it is a directory we own and others cannot write.
+int wj_ensure_dir(const char *dir, char *why, size_t why_len);
+
+// Raw syscalls: the aggregator uses these so its own I/O never goes through the hooks.
+long wj_sys_write(int fd, const void *buf, size_t len);
+long wj_sys_read(int fd, void *buf, size_t len);
+int wj_sys_open(const char *path, int flags, int mode);
+int wj_sys_close(int fd);
+int wj_sys_getpid(void);
+// Reads a whole small file (e.g. /proc/self/stat) into buf, NUL-terminated; returns length or -1.
+long wj_read_file(const char *path, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,242 @@
+// The per-process NDJSON file. Writes are batches of whole lines; a batch either lands
+// whole or is dropped and counted (a short write is cut back with ftruncate), so a reader
+// never sees half a line from wedjat, even on a full disk.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "wedjat_common.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int sys_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+static int sys_lstat(const char *p, struct stat *st) {
+    return (int)syscall(SYS_newfstatat, AT_FDCWD, p, st, AT_SYMLINK_NOFOLLOW);
+}
+static int sys_mkdir(const char *p, int mode) { return (int)syscall(SYS_mkdirat, AT_FDCWD, p, mode); }
+static int sys_fcntl(int fd, int cmd, long arg) { return (int)syscall(SYS_fcntl, fd, cmd, arg); }
+
+int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
+    char path[WJ_PATH_MAX];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof path) { snprintf(why, why_len, "bad directory name"); return 0; }
+    memcpy(path, dir, len + 1);
+    // mkdir -p, each new level 0700; the common case (it exists) costs one call.
+    int made = sys_mkdir(path, 0700) == 0 || errno == EEXIST;
+    for (size_t i = 1; !made && i <= len; i++) {
+        if (path[i] == '/' || path[i] == 0) {
+            char c = path[i];
+            path[i] = 0;
+            if (sys_mkdir(path, 0700) != 0 && errno != EEXIST) {
+                snprintf(why, why_len, "cannot create %.300s: %s", path, strerror(errno));
+                return 0;
+            }
+            path[i] = c;
+        }
+    }
+    struct stat st;
+    if (sys_lstat(dir, &st) != 0) { snprintf(why, why_len, "cannot stat %s: %s", dir, strerror(errno)); return 0; }
+    if (S_ISLNK(st.st_mode)) {
+        // A link is followed only if it points to a directory we own.
+        if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(why, why_len, "%s is a link to something that is not a directory", dir);
+            return 0;
+        }
+        if (st.st_uid != geteuid()) {
+            snprintf(why, why_len, "%s is a link to a directory owned by uid %u", dir, (unsigned)st.st_uid);
+            return 0;
+        }
+    }
+    if (!S_ISDIR(st.st_mode)) { snprintf(why, why_len, "%s is not a directory", dir); return 0; }
+    // Someone else's directory is only acceptable when sticky (like /tmp): O_EXCL|O_NOFOLLOW
+    // creation is safe there. A non-sticky directory others can write to is not.
+    int others_write = (st.st_mode & 0022) != 0;
+    int sticky = (st.st_mode & S_ISVTX) != 0;
+    if ((st.st_uid != geteuid() || others_write) && !sticky && geteuid() != 0) {
+        snprintf(why, why_len, "%s is writable by others or owned by uid %u", dir, (unsigned)st.st_uid);
+        return 0;
+    }
+    return 1;
+}
+
+void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
+    memset(lf, 0, sizeof *lf);
+    pthread_mutex_init(&lf->lock, NULL);
+    atomic_store(&lf->fd, -1);
+    lf->max_bytes = max_bytes;
+    lf->pid = wj_sys_getpid();
+    snprintf(lf->path, sizeof lf->path, "%s", path);
+}
+
+void wj_logfile_reset_for_child(wj_logfile *lf, const char *path) {
+    int fd = atomic_load(&lf->fd);
+    pthread_mutex_init(&lf->lock, NULL);
+    if (fd >= 0 && !lf->lost) wj_sys_close(fd);  // the child's copy of the parent's fd
+    uint64_t max = lf->max_bytes;
+    wj_logfile_init(lf, path, max);
+}
+
+// Moves fd to the highest free number below RLIMIT_NOFILE so the app's lowest-free-fd
+// numbering is the same as without wedjat.
+static int move_high(int fd) {
+    struct rlimit rl;
+    long top = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) top = (long)rl.rlim_cur;
+    if (top > 65536) top = 65536;
+    for (long want = top - 1; want > fd && want >= top - 64; want--) {
+        int hi = sys_fcntl(fd, F_DUPFD_CLOEXEC, want);
+        if (hi >= 0) {
+            if (hi != want && hi > want) { /* lowest free >= want: fine */ }
+            wj_sys_close(fd);
+            return hi;
+        }
+        if (errno != EMFILE && errno != EINVAL) break;
+    }
+    return fd;
+}
+
+static int open_log(wj_logfile *lf) {
+    int reopen = lf->ino != 0;
+    int fd = -1;
+    if (reopen) {
+        // The file we had: append to it if it is still there and still ours.
+        fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            struct stat st;
+            if (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != lf->ino ||
+                (uint64_t)st.st_dev != lf->dev) {
+                wj_sys_close(fd);
+                fd = -1;
+            }
+        }
+    }
+    if (fd < 0) {
+        if (!reopen) {
+            char dir[WJ_PATH_MAX];
+            snprintf(dir, sizeof dir, "%s", lf->path);
+            char *slash = strrchr(dir, '/');
+            if (slash && slash != dir) {
+                *slash = 0;
+                if (!wj_ensure_dir(dir, lf->error, sizeof lf->error)) { lf->failed = 1; return -1; }
+            }
+        }
+        fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && reopen && errno == EEXIST) {
+            // Our file was moved away and something else took its name: use a new name.
+            char alt[WJ_PATH_MAX];
+            snprintf(alt, sizeof alt, "%.*s.r%d", (int)(sizeof alt - 16), lf->path, lf->reopen_count + 1);
+            memcpy(lf->path, alt, sizeof alt);
+            fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        }
+        if (fd < 0) {
+            snprintf(lf->error, sizeof lf->error, "cannot create %.300s: %s", lf->path, strerror(errno));
+            if (!reopen) lf->failed = 1;
+            return -1;
+        }
+        lf->size = 0;
+    }
+    fd = move_high(fd);
+    struct stat st;
+    if (sys_fstat(fd, &st) == 0) {
+        lf->dev = (uint64_t)st.st_dev;
+        lf->ino = (uint64_t)st.st_ino;
+        lf->size = (uint64_t)st.st_size;
+    }
+    if (reopen) lf->reopen_count++;
+    lf->lost = 0;
+    atomic_store(&lf->fd, fd);
+    return fd;
+}
+
+// Is lf->fd still our file, at our path? Catches raw-syscall closes/dup2s and moved files.
+static int still_ours(wj_logfile *lf, int fd) {
+    struct stat st;
+    if (sys_fstat(fd, &st) != 0) return 0;
+    if ((uint64_t)st.st_dev != lf->dev || (uint64_t)st.st_ino != lf->ino) return 0;
+    lf->size = (uint64_t)st.st_size;  // also notices truncation by someone else
+    struct stat at;
+    if (syscall(SYS_newfstatat, AT_FDCWD, lf->path, &at, AT_SYMLINK_NOFOLLOW) != 0 ||
+        (uint64_t)at.st_ino != lf->ino || (uint64_t)at.st_dev != lf->dev) {
+        // Moved or deleted under us: keep the old fd out of use and create the path again.
+        wj_sys_close(fd);
+        lf->ino = 1;  // "reopen" path, but the identity check will fail and we create anew
+        return 0;
+    }
+    return 1;
+}
+
+static void drop(wj_logfile *lf, size_t len) {
+    lf->dropped_writes++;
+    lf->dropped_bytes += len;
+}
+
+int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
+    int saved_errno = errno;
+    int ok = 0;
+    pthread_mutex_lock(&lf->lock);
+    if (lf->failed || len == 0) { if (len) drop(lf, len); goto out; }
+    int fd = atomic_load(&lf->fd);
+    if (fd >= 0 && (lf->lost || !still_ours(lf, fd))) {
+        atomic_store(&lf->fd, -1);
+        fd = -1;
+    }
+    if (fd < 0) fd = open_log(lf);
+    if (fd < 0) { drop(lf, len); goto out; }
+
+    struct rlimit fs;
+    uint64_t limit = lf->max_bytes;
+    if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY && (uint64_t)fs.rlim_cur < limit)
+        limit = (uint64_t)fs.rlim_cur;  // past it the kernel would send SIGXFSZ to the app
+    if (lf->size + len > limit) { drop(lf, len); goto out; }
+
+    size_t done = 0;
+    while (done < len) {
+        long n = wj_sys_write(fd, buf + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    if (done == len) {
+        lf->size += len;
+        ok = 1;
+    } else {
+        if (done > 0) syscall(SYS_ftruncate, fd, (long)lf->size);  // no half lines
+        drop(lf, len);
+    }
+out:
+    pthread_mutex_unlock(&lf->lock);
+    errno = saved_errno;
+    return ok;
+}
+
+void wj_logfile_close(wj_logfile *lf) {
+    pthread_mutex_lock(&lf->lock);
+    int fd = atomic_exchange(&lf->fd, -1);
+    if (fd >= 0 && !lf->lost) wj_sys_close(fd);
+    pthread_mutex_unlock(&lf->lock);
+}
+
+int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi) {
+    int fd = atomic_load_explicit(&lf->fd, memory_order_relaxed);
+    if (fd < 0 || (unsigned)fd < lo || (unsigned)fd > hi) return 0;
+    pthread_mutex_lock(&lf->lock);
+    fd = atomic_load(&lf->fd);
+    int hit = fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi;
+    if (hit) {
+        // The app is about to close or replace this number: from now on it is the app's.
+        lf->lost = 1;
+        atomic_store(&lf->fd, -1);
+    }
+    pthread_mutex_unlock(&lf->lock);
+    return hit;
+}
+
+int wj_logfile_release_if(wj_logfile *lf, int fd) {
+    if (fd < 0) return 0;
+    return wj_logfile_release_range(lf, (unsigned)fd, (unsigned)fd);
+}

@@ -1,0 +1,61 @@
+// Bounded MPSC event ring. See wedjat_common.h for the zero-initialised "lap" encoding:
+// slot i at ring position pos is free when lap == pos & ~mask, holds an event when
+// lap == (pos & ~mask) + 1, and is released for the next lap with (pos & ~mask) + capacity.
+#include "wedjat_common.h"
+
+void wj_ring_init(wj_ring *r, wj_slot *slots, uint64_t capacity) {
+    atomic_store(&r->enq, 0);
+    atomic_store(&r->deq, 0);
+    atomic_store(&r->dropped, 0);
+    r->slots = slots;
+    r->mask = capacity - 1;
+}
+
+int wj_ring_push(wj_ring *r, const wj_event *ev) {
+    uint64_t pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
+    for (;;) {
+        wj_slot *s = &r->slots[pos & r->mask];
+        uint64_t want = pos & ~r->mask;
+        uint64_t lap = atomic_load_explicit(&s->lap, memory_order_acquire);
+        int64_t diff = (int64_t)(lap - want);
+        if (diff == 0) {
+            if (atomic_compare_exchange_weak_explicit(&r->enq, &pos, pos + 1,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                s->ev = *ev;
+                atomic_store_explicit(&s->lap, want + 1, memory_order_release);
+                return 1;
+            }
+        } else if (diff < 0) {
+            // The slot still holds the previous lap's event: the ring is full.
+            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+            return 0;
+        } else {
+            pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
+        }
+    }
+}
+
+int wj_ring_pop(wj_ring *r, wj_event *out) {
+    uint64_t pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
+    wj_slot *s = &r->slots[pos & r->mask];
+    uint64_t base = pos & ~r->mask;
+    if (atomic_load_explicit(&s->lap, memory_order_acquire) != base + 1) return 0;
+    *out = s->ev;
+    atomic_store_explicit(&s->lap, base + r->mask + 1, memory_order_release);
+    atomic_store_explicit(&r->deq, pos + 1, memory_order_relaxed);
+    return 1;
+}
+
+uint64_t wj_ring_dropped(const wj_ring *r) {
+    return atomic_load_explicit(&((wj_ring *)r)->dropped, memory_order_relaxed);
+}
+
+void wj_ring_discard_pending(wj_ring *r) {
+    uint64_t end = atomic_load(&r->enq);
+    for (uint64_t pos = atomic_load(&r->deq); pos != end; pos++) {
+        wj_slot *s = &r->slots[pos & r->mask];
+        atomic_store(&s->lap, (pos & ~r->mask) + r->mask + 1);
+    }
+    atomic_store(&r->deq, end);
+    atomic_store(&r->dropped, 0);
+}

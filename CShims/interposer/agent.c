@@ -1,0 +1,323 @@
+// The agent thread and the flush paths. The thread is started by the first event that needs
+// it; it drains the ring, writes the C-side records (process life cycle) and hands network
+// events to the Swift aggregator, which it dlopen()s the first time one arrives. The final
+// flush (exit, exec) runs on the agent thread when there is one, so an exiting thread never
+// runs allocator-heavy code itself (it may be a signal handler calling _exit).
+#include "internal.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { AGENT_NONE = 0, AGENT_RUNNING = 1, AGENT_FAILED = 2 };
+
+static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int agent_state;
+static _Atomic uint32_t wake_word;       // futex: bumped to wake the agent early
+static _Atomic uint32_t final_requested;
+static _Atomic uint32_t final_done;      // futex: set when the agent finished the final flush
+static _Atomic int finished;             // this image's final flush has happened or is under way
+static int final_tid;
+int wj_main_seen;
+
+// The Swift aggregator library.
+static int agent_lib_state;              // 0 not tried, 1 loaded, -1 failed for good
+static wj_agent_ops agent_ops;
+static wj_agent_api agent_api;
+static uint64_t events_without_agent;    // network events lost because the library could not load
+static char agent_error[256];
+static int agent_error_reported;
+
+// Records written by C, and the output buffer they go through (used under agent_lock only).
+enum { C_START, C_FORK, C_DROPS, C_EXEC_FAILED, C_WARNING, C_END, C_TYPES };
+static const char *const c_type_names[C_TYPES] = {"process_start", "fork", "drops", "exec_failed", "warning", "process_end"};
+static uint64_t c_written[C_TYPES], c_pending[C_TYPES];
+static uint64_t c_dropped_records;
+static uint64_t reported_drop_events, reported_drop_records;
+static int start_written;
+static char out_buf[64 * 1024];
+static size_t out_len;
+static char line_buf[64 * 1024];
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, 0, 0);
+}
+
+static void write_out(void) {
+    if (!out_len) return;
+    int ok = wj_logfile_write(&wj_proc.log, out_buf, out_len);
+    for (int t = 0; t < C_TYPES; t++) {
+        if (ok) c_written[t] += c_pending[t]; else c_dropped_records += c_pending[t];
+        c_pending[t] = 0;
+    }
+    out_len = 0;
+}
+
+static void append(int type, size_t len) {
+    if (len == 0) { c_dropped_records++; return; }  // did not fit its buffer: counted, not cut
+    if (out_len + len > sizeof out_buf) write_out();
+    memcpy(out_buf + out_len, line_buf, len);
+    out_len += len;
+    c_pending[type]++;
+}
+
+static size_t format_warning(const char *message) {
+    wj_json j;
+    wj_json_init(&j, line_buf, sizeof line_buf);
+    wj_json_begin(&j);
+    wj_json_str(&j, "type", "warning");
+    wj_json_int(&j, "ts", wj_epoch_us(wj_now_ns()));
+    wj_json_int(&j, "pid", wj_proc.pid);
+    wj_json_str(&j, "message", message);
+    wj_json_end(&j);
+    wj_json_newline(&j);
+    return j.overflow ? 0 : j.len;
+}
+
+// The agent library sits next to libwedjat.so.
+static int ensure_agent_library(void) {
+    if (agent_lib_state) return agent_lib_state > 0;
+    agent_lib_state = -1;
+    Dl_info info;
+    if (!dladdr((void *)&ensure_agent_library, &info) || !info.dli_fname) {
+        snprintf(agent_error, sizeof agent_error, "cannot locate libwedjat.so to find %s", WJ_AGENT_LIBRARY);
+        return 0;
+    }
+    char path[WJ_PATH_MAX];
+    const char *slash = strrchr(info.dli_fname, '/');
+    int dir_len = slash ? (int)(slash - info.dli_fname) : 1;
+    snprintf(path, sizeof path, "%.*s/%s", dir_len, slash ? info.dli_fname : ".", WJ_AGENT_LIBRARY);
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        snprintf(agent_error, sizeof agent_error, "cannot load %.120s: %.110s", path, why ? why : "unknown error");
+        return 0;
+    }
+    wj_agent_init_fn init = (wj_agent_init_fn)dlsym(handle, WJ_AGENT_INIT_SYMBOL);
+    agent_api.version = WJ_AGENT_API_VERSION;
+    agent_api.size = sizeof agent_api;
+    agent_api.proc = &wj_proc;
+    agent_api.errno_name = wj_errno_name;
+    agent_api.conn_counters = wj_conn_counters;
+    if (!init || init(&agent_api, &agent_ops) != 0) {
+        snprintf(agent_error, sizeof agent_error, "%.200s does not match this libwedjat.so", path);
+        return 0;
+    }
+    agent_lib_state = 1;
+    return 1;
+}
+
+// Drain the ring and write everything that is ready. Called with agent_lock held.
+static void flush_locked(int final, int tid) {
+    if (!start_written) {
+        start_written = 1;
+        append(C_START, wj_format_process_start(line_buf, sizeof line_buf));
+    }
+    wj_event ev;
+    while (wj_ring_pop(&wj_event_ring, &ev)) {
+        if (ev.kind == WJ_EV_FORK) {
+            append(C_FORK, wj_format_fork(line_buf, sizeof line_buf, &ev));
+        } else if (ensure_agent_library()) {
+            agent_ops.handle(&ev);
+        } else {
+            events_without_agent++;
+        }
+    }
+    if (agent_lib_state < 0 && !agent_error_reported) {
+        agent_error_reported = 1;
+        append(C_WARNING, format_warning(agent_error));
+    }
+    uint64_t now = wj_now_ns();
+    if (agent_lib_state > 0) {
+        write_out();  // keep the file in order: our lines before the agent's
+        agent_ops.flush(final, now, tid);
+    }
+
+    uint64_t agent_dropped = agent_lib_state > 0 ? agent_ops.dropped_records() : 0;
+    uint64_t drop_events = wj_ring_dropped(&wj_event_ring) + events_without_agent;
+    uint64_t drop_records = c_dropped_records + agent_dropped;
+    if (drop_events > reported_drop_events || drop_records > reported_drop_records) {
+        reported_drop_events = drop_events;
+        reported_drop_records = drop_records;
+        append(C_DROPS, wj_format_drops(line_buf, sizeof line_buf, now, drop_events, drop_records));
+    }
+    if (final) {
+        // process_end counts the lines before it; those still in out_buf count as written
+        // here and are moved to dropped if the write below fails.
+        char counts[1024];
+        size_t n = 0;
+        counts[0] = 0;
+        if (agent_lib_state > 0) n = agent_ops.record_counts(counts, sizeof counts);
+        for (int t = 0; t < C_TYPES; t++)
+            if (c_written[t] + c_pending[t] && n < sizeof counts)
+                n += (size_t)snprintf(counts + n, sizeof counts - n, "\"%s\":%llu,", c_type_names[t],
+                                      (unsigned long long)(c_written[t] + c_pending[t]));
+        if (n && n < sizeof counts && counts[n - 1] == ',') counts[--n] = 0;
+        uint64_t untracked = wj_proc.untracked_fds + (agent_lib_state > 0 ? agent_ops.untracked_connections() : 0);
+        uint64_t open = agent_lib_state > 0 ? agent_ops.open_connections() : 0;
+        append(C_END, wj_format_process_end(line_buf, sizeof line_buf, now, tid, counts, drop_events,
+                                            c_dropped_records + agent_dropped, untracked, open));
+    }
+    write_out();
+}
+
+static void *agent_main(void *arg) {
+    (void)arg;
+    wj_mark_agent_thread();
+    int idle_rounds = 0;
+    for (;;) {
+        uint32_t seen = atomic_load(&wake_word);
+        if (!atomic_load(&final_requested)) {
+            // Drain often while events flow (the ring is bounded), at the flush interval when idle.
+            long ms = idle_rounds > 5 ? wj_proc.config.flush_ms : 20;
+            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+            futex(&wake_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+        }
+        pthread_mutex_lock(&agent_lock);
+        if (atomic_load(&final_requested)) {
+            flush_locked(1, final_tid);
+            atomic_store(&agent_state, AGENT_NONE);
+            atomic_store(&final_done, 1);
+            futex(&final_done, FUTEX_WAKE_PRIVATE, 1, 0);
+            pthread_mutex_unlock(&agent_lock);
+            return 0;
+        }
+        uint64_t before = atomic_load(&wj_event_ring.deq);
+        flush_locked(0, 0);
+        idle_rounds = atomic_load(&wj_event_ring.deq) == before ? idle_rounds + 1 : 0;
+        pthread_mutex_unlock(&agent_lock);
+    }
+}
+
+void wj_agent_ensure_started(void) {
+    if (WJ_LIKELY(atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_NONE)) return;
+    if (atomic_load(&finished)) return;
+    int expected = AGENT_NONE;
+    if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_RUNNING)) return;
+    // The agent thread blocks every signal: process-directed signals must keep going to the
+    // app's threads, exactly as without wedjat.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 1024 * 1024);
+    pthread_t t;
+    if (pthread_create(&t, &attr, agent_main, 0) == 0) pthread_setname_np(t, "wedjat");
+    else atomic_store(&agent_state, AGENT_FAILED);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, 0);
+}
+
+// ---------------------------------------------------------------- fork
+
+void wj_agent_atfork_prepare(void) {
+    // The child must not inherit a half-done flush (or half-updated Swift state).
+    pthread_mutex_lock(&agent_lock);
+}
+
+void wj_agent_atfork_parent(void) { pthread_mutex_unlock(&agent_lock); }
+
+void wj_agent_atfork_child(void) {
+    pthread_mutex_init(&agent_lock, 0);
+    atomic_store(&agent_state, AGENT_NONE);   // threads do not survive fork
+    atomic_store(&finished, 0);
+    atomic_store(&final_requested, 0);
+    atomic_store(&final_done, 0);
+    memset(c_written, 0, sizeof c_written);
+    memset(c_pending, 0, sizeof c_pending);
+    c_dropped_records = 0;
+    reported_drop_events = reported_drop_records = 0;
+    events_without_agent = 0;
+    start_written = 0;
+    out_len = 0;
+    // The agent library stays mapped; it notices the new generation and starts afresh.
+}
+
+// ---------------------------------------------------------------- main, exit, exec
+
+void wj_main_entered(void) {
+    wj_proc.main_mono_ns = wj_now_ns();
+    wj_main_seen = 1;
+}
+
+void wj_set_exit_status(int status) {
+    if (wj_proc.has_exit_status) return;
+    wj_proc.exit_status = status;
+    wj_proc.has_exit_status = 1;
+}
+
+static int wait_final_done(long ms) {
+    struct timespec deadline, now;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000L; }
+    while (!atomic_load(&final_done)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left_ns = (deadline.tv_sec - now.tv_sec) * 1000000000L + (deadline.tv_nsec - now.tv_nsec);
+        if (left_ns <= 0) return 0;
+        struct timespec ts = {left_ns / 1000000000L, left_ns % 1000000000L};
+        futex(&final_done, FUTEX_WAIT_PRIVATE, 0, &ts);
+    }
+    return 1;
+}
+
+void wj_finish(int reason, int status, int has_status) {
+    if (has_status) wj_set_exit_status(status);
+    if (atomic_exchange(&finished, 1)) return;
+    if (wj_proc.end_reason == WJ_END_NONE) wj_proc.end_reason = reason;
+    int tid = wj_gettid();
+    if (atomic_load(&agent_state) == AGENT_RUNNING) {
+        final_tid = tid;
+        atomic_store(&final_done, 0);
+        atomic_store(&final_requested, 1);
+        atomic_fetch_add(&wake_word, 1);
+        futex(&wake_word, FUTEX_WAKE_PRIVATE, 1, 0);
+        if (wait_final_done(3000)) return;
+        // The agent did not answer in time: give up rather than hang the exit.
+        return;
+    }
+    // No agent thread (nothing but life-cycle records, or it could not start): do it here.
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 1;
+    if (pthread_mutex_timedlock(&agent_lock, &deadline) != 0) return;
+    flush_locked(1, tid);
+    pthread_mutex_unlock(&agent_lock);
+}
+
+// Leaves this image's log path for the next image (same pid) to pick up as exec_from.
+static void write_exec_hint(void) {
+    int fd = wj_sys_open(wj_proc.exec_hint_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    char buf[3 * WJ_PATH_MAX];
+    int n = snprintf(buf, sizeof buf, "%d\n%s\n%s\n", wj_proc.pid, wj_proc.log.path, wj_proc.parent_log);
+    if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+    wj_sys_close(fd);
+}
+
+void wj_before_exec(const char *target) {
+    snprintf(wj_proc.exec_target, sizeof wj_proc.exec_target, "%s", target ? target : "");
+    wj_proc.end_reason = WJ_END_EXEC;
+    wj_finish(WJ_END_EXEC, 0, 0);
+    write_exec_hint();
+}
+
+void wj_after_failed_exec(void) {
+    syscall(SYS_unlinkat, AT_FDCWD, wj_proc.exec_hint_path, 0);
+    wj_proc.end_reason = WJ_END_NONE;
+    pthread_mutex_lock(&agent_lock);
+    atomic_store(&final_requested, 0);
+    atomic_store(&finished, 0);
+    append(C_EXEC_FAILED, wj_format_exec_failed(line_buf, sizeof line_buf, wj_now_ns(), wj_gettid()));
+    write_out();
+    pthread_mutex_unlock(&agent_lock);
+}

@@ -1,0 +1,259 @@
+// The records the C side writes itself: process_start (with what it says about the machine),
+// fork, drops, exec_failed and process_end. Formatted into caller buffers, no allocation.
+#include "internal.h"
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#define WEDJAT_VERSION "0.1.0"
+#define WEDJAT_SCHEMA 1
+
+int64_t wj_epoch_us(uint64_t mono_ns) {
+    int64_t delta = (int64_t)(mono_ns - wj_proc.init_mono_ns);
+    return ((int64_t)wj_proc.init_real_ns + delta) / 1000;
+}
+
+static void header(wj_json *j, const char *type, uint64_t mono, int tid) {
+    wj_json_begin(j);
+    wj_json_str(j, "type", type);
+    wj_json_int(j, "ts", wj_epoch_us(mono));
+    wj_json_int(j, "pid", wj_proc.pid);
+    if (tid) wj_json_int(j, "tid", tid);
+}
+
+static size_t done(wj_json *j) {
+    wj_json_end(j);
+    wj_json_newline(j);
+    return j->overflow ? 0 : j->len;
+}
+
+// CPU brand string straight from the CPU: /proc/cpuinfo costs milliseconds on some VMs.
+static void cpu_model(char *out, size_t cap) {
+    out[0] = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int regs[12];
+    if (__get_cpuid_max(0x80000000, 0) >= 0x80000004) {
+        for (unsigned i = 0; i < 3; i++)
+            __cpuid(0x80000002 + i, regs[i * 4], regs[i * 4 + 1], regs[i * 4 + 2], regs[i * 4 + 3]);
+        char brand[49];
+        memcpy(brand, regs, 48);
+        brand[48] = 0;
+        const char *s = brand;
+        while (*s == ' ') s++;
+        size_t n = strlen(s);
+        while (n && s[n - 1] == ' ') n--;
+        if (n >= cap) n = cap - 1;
+        memcpy(out, s, n);
+        out[n] = 0;
+        return;
+    }
+#endif
+    static char info[16384];
+    if (wj_read_file("/proc/cpuinfo", info, sizeof info) <= 0) return;
+    const char *keys[] = {"model name", "Model", "cpu model", 0};
+    for (int k = 0; keys[k]; k++) {
+        const char *p = strstr(info, keys[k]);
+        if (!p) continue;
+        p = strchr(p, ':');
+        if (!p) continue;
+        p++;
+        while (*p == ' ' || *p == '\t') p++;
+        size_t n = strcspn(p, "\n");
+        if (n >= cap) n = cap - 1;
+        memcpy(out, p, n);
+        out[n] = 0;
+        return;
+    }
+}
+
+// Field 22 of /proc/self/stat (start time in clock ticks since boot); shared by an exec chain.
+static int start_ticks(unsigned long long *ticks) {
+    char stat[1024];
+    if (wj_read_file("/proc/self/stat", stat, sizeof stat) <= 0) return 0;
+    char *p = strrchr(stat, ')');
+    if (!p) return 0;
+    p++;
+    for (int field = 3; field < 22 && p; field++) p = strchr(p + 1, ' ');
+    if (!p) return 0;
+    *ticks = strtoull(p + 1, 0, 10);
+    return 1;
+}
+
+// The exec'ing image (same pid) left its log path and its parent's.
+static void read_exec_hint(char *from, char *parent) {
+    char buf[3 * WJ_PATH_MAX];
+    from[0] = parent[0] = 0;
+    if (wj_read_file(wj_proc.exec_hint_path, buf, sizeof buf) <= 0) return;
+    syscall(SYS_unlinkat, AT_FDCWD, wj_proc.exec_hint_path, 0);
+    char *line2 = strchr(buf, '\n');
+    if (!line2 || atoi(buf) != wj_proc.pid) return;
+    line2++;
+    char *line3 = strchr(line2, '\n');
+    if (!line3) return;
+    *line3++ = 0;
+    char *end = strchr(line3, '\n');
+    if (end) *end = 0;
+    if (strcmp(line2, wj_proc.log.path) == 0) return;
+    snprintf(from, WJ_PATH_MAX, "%s", line2);
+    snprintf(parent, WJ_PATH_MAX, "%s", line3);
+}
+
+static const char *argv_mode_name(int mode) {
+    return mode == WJ_ARGV_FULL ? "full" : mode == WJ_ARGV_NONE ? "none" : "redact";
+}
+
+size_t wj_format_process_start(char *buf, size_t cap) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "process_start", wj_proc.init_mono_ns, wj_proc.pid);
+    wj_json_int(&j, "schema", WEDJAT_SCHEMA);
+    wj_json_str(&j, "wedjat_version", WEDJAT_VERSION);
+
+    wj_json_str(&j, "exe", wj_proc.exe);
+
+    // argv as the kernel holds it; each argument redacted per WEDJAT_ARGV. A huge argv is cut
+    // (argv_truncated) so process_start always fits.
+    static char cmdline[32768];
+    static char redacted[4096];
+    long len = wj_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+    int truncated = len >= (long)sizeof cmdline - 1;
+    wj_json_begin_array(&j, "argv");
+    const char *previous = 0;
+    for (long off = 0, index = 0; len > 0 && off < len; index++) {
+        const char *arg = cmdline + off;
+        size_t arg_len = strnlen(arg, (size_t)(len - off));
+        if (wj_proc.config.argv_mode == WJ_ARGV_NONE && index > 0) break;
+        if (j.len + arg_len + 64 > cap / 2) { truncated = 1; break; }
+        if (wj_proc.config.argv_mode == WJ_ARGV_REDACT && index > 0) {
+            wj_redact_arg(previous, arg, redacted, sizeof redacted);
+            wj_json_str(&j, 0, redacted);
+        } else {
+            wj_json_strn(&j, 0, arg, arg_len);
+        }
+        previous = arg;
+        off += (long)arg_len + 1;
+    }
+    wj_json_end_array(&j);
+    if (truncated) wj_json_bool(&j, "argv_truncated", 1);
+    wj_json_str(&j, "argv_mode", argv_mode_name(wj_proc.config.argv_mode));
+
+    char exec_from[WJ_PATH_MAX], hint_parent[WJ_PATH_MAX];
+    read_exec_hint(exec_from, hint_parent);
+    const char *parent = wj_proc.parent_log[0] ? wj_proc.parent_log : hint_parent;
+    wj_json_int(&j, "ppid", wj_proc.ppid);
+    wj_json_str(&j, "parent_log", parent[0] ? parent : 0);
+    wj_json_str(&j, "exec_from", exec_from[0] ? exec_from : 0);
+    wj_json_str(&j, "log", wj_proc.log.path);
+
+    struct utsname u;
+    if (uname(&u) == 0) {
+        char kernel[sizeof u.sysname + sizeof u.release + sizeof u.version + 4];
+        snprintf(kernel, sizeof kernel, "%s %s %s", u.sysname, u.release, u.version);
+        wj_json_str(&j, "hostname", u.nodename);
+        wj_json_str(&j, "kernel", kernel);
+        wj_json_str(&j, "arch", u.machine);
+    }
+    char model[128];
+    cpu_model(model, sizeof model);
+    wj_json_str(&j, "cpu_model", model);
+    wj_json_int(&j, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+    struct sysinfo si;
+    if (syscall(SYS_sysinfo, &si) == 0) wj_json_uint(&j, "mem_total_bytes", (uint64_t)si.totalram * si.mem_unit);
+
+    unsigned long long ticks;
+    if (start_ticks(&ticks)) {
+        // Boot time in wall-clock terms = realtime - boottime, both read now.
+        struct timespec rt, bt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_BOOTTIME, &bt);
+        long hz = sysconf(_SC_CLK_TCK);
+        if (hz <= 0) hz = 100;
+        int64_t boot_us = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000000 + ((int64_t)rt.tv_nsec - bt.tv_nsec) / 1000;
+        wj_json_int(&j, "process_start_ts", boot_us + (int64_t)(ticks * 1000000ull / (unsigned long long)hz));
+        wj_json_uint(&j, "proc_start_ticks", ticks);
+    }
+    if (wj_proc.main_mono_ns) wj_json_int(&j, "main_ts", wj_epoch_us(wj_proc.main_mono_ns));
+
+    wj_json_begin_object(&j, "config");
+    wj_json_str(&j, "dir", wj_proc.config.dir);
+    wj_json_str(&j, "argv", argv_mode_name(wj_proc.config.argv_mode));
+    wj_json_int(&j, "flush_ms", wj_proc.config.flush_ms);
+    wj_json_int(&j, "max_connections", wj_proc.config.max_connections);
+    wj_json_int(&j, "log_max_mb", wj_proc.config.log_max_mb);
+    wj_json_end(&j);
+    wj_json_begin_array(&j, "config_warnings");
+    for (int i = 0; i < wj_proc.config.warning_count; i++) wj_json_str(&j, 0, wj_proc.config.warnings[i]);
+    wj_json_end_array(&j);
+    return done(&j);
+}
+
+size_t wj_format_fork(char *buf, size_t cap, const wj_event *ev) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "fork", ev->t_start, ev->tid);
+    wj_json_int(&j, "child_pid", (int64_t)ev->a);
+    return done(&j);
+}
+
+size_t wj_format_drops(char *buf, size_t cap, uint64_t now, uint64_t events, uint64_t records) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "drops", now, 0);
+    wj_json_uint(&j, "dropped_events", events);
+    wj_json_uint(&j, "dropped_records", records);
+    return done(&j);
+}
+
+size_t wj_format_exec_failed(char *buf, size_t cap, uint64_t now, int tid) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "exec_failed", now, tid);
+    wj_json_str(&j, "exec", wj_proc.exec_target);
+    return done(&j);
+}
+
+static const char *end_reason_name(int reason) {
+    switch (reason) {
+    case WJ_END__EXIT: return "_exit";
+    case WJ_END_QUICK_EXIT: return "quick_exit";
+    case WJ_END_ABORT: return "abort";
+    case WJ_END_EXEC: return "exec";
+    default: return "exit";
+    }
+}
+
+size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const char *counts,
+                             uint64_t dropped_events, uint64_t dropped_records, uint64_t untracked,
+                             uint64_t open_connections) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "process_end", now, tid);
+    int reason = wj_proc.end_reason;
+    wj_json_str(&j, "reason", end_reason_name(reason));
+    if (reason != WJ_END_EXEC && reason != WJ_END_ABORT && wj_proc.has_exit_status)
+        wj_json_int(&j, "exit_status", wj_proc.exit_status);
+    else
+        wj_json_null(&j, "exit_status");
+    if (reason == WJ_END_EXEC) wj_json_str(&j, "exec", wj_proc.exec_target);
+    int64_t dur = wj_epoch_us(now) - wj_epoch_us(wj_proc.init_mono_ns);
+    wj_json_int(&j, "duration_us", dur > 0 ? dur : 0);
+    wj_json_key(&j, "records");
+    wj_json_raw(&j, "{");
+    wj_json_raw(&j, counts);
+    wj_json_raw(&j, "}");
+    wj_json_uint(&j, "dropped_events", dropped_events);
+    wj_json_uint(&j, "dropped_records", dropped_records);
+    wj_json_uint(&j, "untracked_connections", untracked);
+    wj_json_uint(&j, "open_connections", open_connections);
+    return done(&j);
+}

@@ -1,0 +1,241 @@
+// Process-wide interposer state: initialisation, the reentrancy guard, the fd table, the
+// agent thread, and what happens at fork, exec and exit.
+#include "internal.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define WJ_RING_CAPACITY 16384u
+
+wj_real_table wj_real;
+wj_process wj_proc = {.log = {.fd = -1}};  // fd -1: no log fd for hooks to protect yet
+wj_ring wj_event_ring;
+int wj_disabled;
+_Atomic(wj_fd_entry *) wj_fd_chunks[WJ_FD_CHUNKS];
+uint64_t wj_fd_generation = 1;
+
+static wj_slot wj_ring_slots[WJ_RING_CAPACITY];  // .bss: pages appear only when used
+static _Atomic uint64_t wj_conn_counter;
+static _Atomic int wj_init_state;                // 0 not yet, 1 running, 2 done
+
+// One flag word per thread: inside wedjat / wedjat's own thread / after vfork.
+enum { WJ_T_INSIDE = 1, WJ_T_INTERNAL = 2, WJ_T_VFORK = 4 };
+static __thread int wj_thread_flags __attribute__((tls_model("initial-exec")));
+
+void *wj_resolve(const char *name) {
+    void *p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        static const char msg[] = "wedjat: a libc function it needs is missing; aborting\n";
+        syscall(SYS_write, 2, msg, sizeof msg - 1);
+        syscall(SYS_exit_group, 127);
+    }
+    return p;
+}
+
+const char *wj_errno_name(int err) {
+    const char *n = strerrorname_np(err);
+    return n ? n : "EUNKNOWN";
+}
+
+int wj_conn_counters(int fd, uint64_t conn_id, uint64_t *bytes_in, uint64_t *bytes_out) {
+    wj_fd_entry *e = wj_fd_tracked(fd);
+    if (!e || atomic_load(&e->conn_id) != conn_id) return 0;
+    *bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
+    *bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    return 1;
+}
+
+uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
+
+wj_fd_entry *wj_fd_slot(int fd) {
+    if ((unsigned)fd >= WJ_FD_MAX) { wj_proc.untracked_fds++; return 0; }
+    unsigned c = (unsigned)fd >> WJ_FD_CHUNK_BITS;
+    wj_fd_entry *chunk = atomic_load_explicit(&wj_fd_chunks[c], memory_order_acquire);
+    if (!chunk) {
+        // mmap, not malloc: no allocator lock on the app's thread.
+        size_t bytes = WJ_FD_CHUNK * sizeof(wj_fd_entry);
+        wj_fd_entry *fresh = (wj_fd_entry *)syscall(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE,
+                                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fresh == MAP_FAILED) { wj_proc.untracked_fds++; return 0; }
+        wj_fd_entry *expected = 0;
+        if (atomic_compare_exchange_strong(&wj_fd_chunks[c], &expected, fresh)) chunk = fresh;
+        else { syscall(SYS_munmap, fresh, bytes); chunk = expected; }
+    }
+    return &chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)];
+}
+
+static int vfork_child(void) {
+    // After vfork the child shares our memory and this thread's TLS. The first hook that runs
+    // tells parent from child by pid; the parent clears the mark.
+    if (wj_sys_getpid() != wj_proc.pid) return 1;
+    wj_thread_flags &= ~WJ_T_VFORK;
+    return 0;
+}
+
+static void wj_init(void);
+
+int wj_enter(void) {
+    int f = wj_thread_flags;
+    if (WJ_UNLIKELY(atomic_load_explicit(&wj_init_state, memory_order_acquire) != 2)) {
+        if (f & (WJ_T_INSIDE | WJ_T_INTERNAL)) return 0;
+        wj_init();
+    }
+    if (wj_disabled || (f & (WJ_T_INSIDE | WJ_T_INTERNAL))) return 0;
+    if (WJ_UNLIKELY(f & WJ_T_VFORK) && vfork_child()) return 0;
+    wj_thread_flags = f | WJ_T_INSIDE;
+    return 1;
+}
+
+void wj_leave(void) { wj_thread_flags &= ~WJ_T_INSIDE; }
+
+void *wj_vfork_prepare(void) {
+    wj_thread_flags |= WJ_T_VFORK;
+    return (void *)WJ_REAL(vfork);
+}
+
+void wj_push(wj_event *ev) {
+    ev->tid = wj_gettid();
+    wj_ring_push(&wj_event_ring, ev);
+}
+
+void wj_emit_close(int fd, wj_fd_entry *e, uint64_t now) {
+    wj_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = WJ_EV_CONN_CLOSE;
+    ev.fd = fd;
+    ev.role = (uint8_t)e->role;
+    ev.conn_id = atomic_exchange(&e->conn_id, 0);
+    if (!ev.conn_id) return;  // another thread closed it first
+    ev.t_start = e->t_open;
+    ev.t_end = now;
+    ev.bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
+    ev.bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    wj_push(&ev);
+}
+
+void wj_close_tracked_range(unsigned lo, unsigned hi) {
+    if (hi >= WJ_FD_MAX) hi = WJ_FD_MAX - 1;
+    if (lo > hi) return;
+    uint64_t now = wj_now_ns();
+    for (unsigned c = lo >> WJ_FD_CHUNK_BITS; c <= (hi >> WJ_FD_CHUNK_BITS); c++) {
+        wj_fd_entry *chunk = atomic_load(&wj_fd_chunks[c]);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
+            unsigned fd = (c << WJ_FD_CHUNK_BITS) | i;
+            if (fd < lo || fd > hi) continue;
+            wj_fd_entry *e = &chunk[i];
+            if (atomic_load(&e->conn_id) && e->generation == wj_fd_generation) wj_emit_close((int)fd, e, now);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- init
+
+static const char *env_lookup(const char *name, void *ctx) {
+    (void)ctx;
+    return getenv(name);
+}
+
+static void sanitize_prog(char *out, size_t cap, const char *exe) {
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    size_t n = 0;
+    for (; *base && n + 1 < cap && n < 32; base++)
+        out[n++] = ((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
+                    (*base >= '0' && *base <= '9') || *base == '.' || *base == '-' || *base == '_') ? *base : '_';
+    if (n == 0) out[n++] = '_';
+    out[n] = 0;
+}
+
+static void set_image_identity(void) {
+    wj_proc.pid = wj_sys_getpid();
+    wj_proc.ppid = (int)syscall(SYS_getppid);
+    wj_proc.init_mono_ns = wj_now_ns();
+    wj_proc.init_real_ns = wj_realtime_ns();
+    snprintf(wj_proc.log_path, sizeof wj_proc.log_path, "%s/%s.%d.%llu.ndjson", wj_proc.config.dir,
+             wj_proc.prog, wj_proc.pid, (unsigned long long)(wj_proc.init_real_ns / 1000));
+    snprintf(wj_proc.exec_hint_path, sizeof wj_proc.exec_hint_path, "%s/.exec.%d", wj_proc.config.dir, wj_proc.pid);
+}
+
+static void atfork_prepare(void) {
+    if (wj_disabled) return;
+    wj_agent_atfork_prepare();
+    pthread_mutex_lock(&wj_proc.log.lock);
+}
+
+static void atfork_parent(void) {
+    if (wj_disabled) return;
+    pthread_mutex_unlock(&wj_proc.log.lock);
+    wj_agent_atfork_parent();
+}
+
+static void atfork_child(void) {
+    if (wj_disabled) return;
+    char parent_log[WJ_PATH_MAX];
+    memcpy(parent_log, wj_proc.log_path, sizeof parent_log);
+    wj_proc.generation++;
+    wj_fd_generation++;                           // inherited sockets are the parent's
+    wj_ring_discard_pending(&wj_event_ring);      // and so are its pending events
+    set_image_identity();
+    memcpy(wj_proc.parent_log, parent_log, sizeof parent_log);
+    wj_proc.end_reason = WJ_END_NONE;
+    wj_proc.has_exit_status = 0;
+    wj_proc.main_mono_ns = 0;
+    wj_logfile_reset_for_child(&wj_proc.log, wj_proc.log_path);
+    wj_agent_atfork_child();
+    wj_thread_flags &= ~WJ_T_INSIDE;
+}
+
+static void wj_init(void) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&wj_init_state, &expected, 1)) {
+        // Another thread is initialising: wait for it (only possible before main).
+        while (atomic_load(&wj_init_state) != 2) {}
+        return;
+    }
+    int saved_errno = errno;
+    wj_ring_init(&wj_event_ring, wj_ring_slots, WJ_RING_CAPACITY);
+    wj_proc.ring = &wj_event_ring;
+    if (getauxval(AT_SECURE)) {
+        // setuid/setgid/capabilities: stay completely out of the way.
+        wj_disabled = 1;
+    } else {
+        wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)geteuid());
+        extern char **environ;
+        wj_config_warn_unknown(&wj_proc.config, environ);
+        wj_disabled = wj_proc.config.disabled;
+    }
+    if (!wj_disabled) {
+        char *exe = wj_proc.exe;
+        long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof wj_proc.exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        sanitize_prog(wj_proc.prog, sizeof wj_proc.prog, n > 0 ? exe : "unknown");
+        set_image_identity();
+        wj_logfile_init(&wj_proc.log, wj_proc.log_path, (uint64_t)wj_proc.config.log_max_mb << 20);
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    }
+    atomic_store(&wj_init_state, 2);
+    errno = saved_errno;
+}
+
+__attribute__((constructor(101))) static void wj_constructor(void) {
+    if (atomic_load(&wj_init_state) == 0) wj_init();
+}
+
+__attribute__((destructor)) static void wj_destructor(void) {
+    if (wj_disabled || atomic_load(&wj_init_state) != 2) return;
+    if ((wj_thread_flags & WJ_T_VFORK) && vfork_child()) return;
+    if (wj_thread_flags & WJ_T_INTERNAL) return;
+    wj_finish(WJ_END_EXIT, 0, 0);
+}
+
+int wj_is_agent_thread(void) { return (wj_thread_flags & WJ_T_INTERNAL) != 0; }
+void wj_mark_agent_thread(void) { wj_thread_flags |= WJ_T_INTERNAL; }

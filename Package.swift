@@ -1,0 +1,43 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// libwedjat.so is the C interposer (CShims/interposer + CShims/common), built by
+// scripts/build-lib.sh with cc. It loads libwedjat-agent.so (WedjatAgent + WedjatCore, the
+// Swift aggregator, stdlib linked statically) the first time there is something to aggregate.
+// Neither may pull in Foundation, Dispatch or Concurrency.
+let agentSwiftFlags: [SwiftSetting] = [
+    .unsafeFlags([
+        "-Xfrontend", "-disable-implicit-concurrency-module-import",
+        "-Xfrontend", "-disable-implicit-string-processing-module-import",
+    ]),
+]
+
+let package = Package(
+    name: "wedjat",
+    products: [
+        .library(name: "wedjat-agent", type: .dynamic, targets: ["WedjatAgent"]),
+        .executable(name: "wedjat-cli", targets: ["WedjatCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+    ],
+    targets: [
+        // Event layout, ring buffer, log file writer, configuration parser: no hooks, unit-testable.
+        .target(name: "CWedjatCommon", path: "CShims/common",
+                cSettings: [.unsafeFlags(["-O2", "-fvisibility=hidden"])]),
+        // In-process aggregation: events -> records -> NDJSON lines. No Foundation.
+        .target(name: "WedjatCore", dependencies: ["CWedjatCommon"], swiftSettings: agentSwiftFlags),
+        // libwedjat-agent.so's entry point (wedjat_agent_init) and glue to WedjatCore.
+        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon"], swiftSettings: agentSwiftFlags),
+        // Post-run analysis: log reader, process tree, report. Foundation is fine here.
+        .target(name: "WedjatAnalysis", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .executableTarget(name: "WedjatCLI", dependencies: [
+            "WedjatAnalysis",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
+        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,53 @@
+import CWedjatCommon
+import WedjatCore
+
+// libwedjat-agent.so: the Swift aggregator, dlopen()ed by libwedjat.so's agent thread.
+// Every entry point is called with the agent lock held, one thread at a time.
+
+nonisolated(unsafe) private var api: UnsafePointer<wj_agent_api>?
+nonisolated(unsafe) private var aggregator: Aggregator?
+nonisolated(unsafe) private var aggregatorGeneration: UInt64 = .max
+
+@_cdecl("wedjat_agent_init")
+public func wedjatAgentInit(_ given: UnsafePointer<wj_agent_api>?, _ ops: UnsafeMutablePointer<wj_agent_ops>?) -> Int32 {
+    guard let given, let ops, given.pointee.version == UInt32(WJ_AGENT_API_VERSION),
+          given.pointee.size == UInt32(MemoryLayout<wj_agent_api>.size) else { return -1 }
+    api = given
+    ops.pointee.handle = { ev in if let ev { current().handle(ev.pointee) } }
+    ops.pointee.flush = { final, endMono, tid in
+        current().flush(final: final != 0, endMono: endMono, tid: Int(tid), openCounters: { fd, id in
+            var bytesIn: UInt64 = 0, bytesOut: UInt64 = 0
+            return api!.pointee.conn_counters(fd, id, &bytesIn, &bytesOut) != 0 ? (bytesIn, bytesOut) : nil
+        })
+    }
+    ops.pointee.record_counts = { buf, cap in
+        guard let buf, cap > 0 else { return 0 }
+        let bytes = Array(current().recordCounts().utf8.prefix(cap - 1))
+        for (i, b) in bytes.enumerated() { buf[i] = CChar(bitPattern: b) }
+        buf[bytes.count] = 0
+        return bytes.count
+    }
+    ops.pointee.dropped_records = { current().droppedRecords }
+    ops.pointee.untracked_connections = { current().untrackedConnections }
+    ops.pointee.open_connections = { UInt64(current().openConnectionCount) }
+    return 0
+}
+
+// The aggregator of this process image; a forked child starts a new one (the copy it
+// inherited describes the parent's connections).
+private func current() -> Aggregator {
+    let proc = api!.pointee.proc!
+    if let agg = aggregator, aggregatorGeneration == proc.pointee.generation { return agg }
+    let context = ProcessContext(pid: Int(proc.pointee.pid), initMonoNs: proc.pointee.init_mono_ns,
+                                 initRealNs: proc.pointee.init_real_ns,
+                                 maxConnections: Int(proc.pointee.config.max_connections))
+    let agg = Aggregator(
+        context: context,
+        errnoName: { api!.pointee.errno_name($0).map { String(cString: $0) } ?? "EUNKNOWN" },
+        sink: { buf in
+            wj_logfile_write(&proc.pointee.log, buf.baseAddress!.assumingMemoryBound(to: CChar.self), buf.count) != 0
+        })
+    aggregator = agg
+    aggregatorGeneration = proc.pointee.generation
+    return agg
+}

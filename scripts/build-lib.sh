@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the two in-process libraries into OUTDIR (default .build-lib/out):
+#   libwedjat.so        the C interposer, preloaded into every watched process
+#   libwedjat-agent.so  the Swift aggregator it loads when there are events to aggregate
+#                       (Swift stdlib and libstdc++ linked statically, only its entry point exported)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/.build-lib/out}
+config=${WEDJAT_BUILD_CONFIG:-release}
+mkdir -p "$out" "$root/.build-lib/static-libs"
+cd "$root"
+
+# --- libwedjat.so (C only: tiny, cheap to load in every process)
+"$root/scripts/gen-version-script.sh" "$root/.build-lib/wedjat.map"
+${CC:-cc} -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
+  -D_GNU_SOURCE -I CShims/common/include -I CShims/interposer \
+  CShims/common/*.c CShims/interposer/*.c CShims/interposer/vfork_x86_64.S \
+  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,--no-undefined \
+  -ldl -lpthread -o "$out/libwedjat.so.tmp"
+mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
+
+# --- libwedjat-agent.so (Swift)
+printf '{\n  global: wedjat_agent_init;\n  local: *;\n};\n' > "$root/.build-lib/agent.map"
+ln -sf "$(gcc -print-file-name=libstdc++.a)" "$root/.build-lib/static-libs/libstdc++.a"
+# SwiftPM does not relink when only linker flags change: remove the old product first.
+rm -f "$root/.build-lib/$config/libwedjat-agent.so"
+swift build -c "$config" --scratch-path "$root/.build-lib" --product wedjat-agent --disable-local-rpath \
+  -Xswiftc -static-stdlib \
+  -Xlinker --version-script="$root/.build-lib/agent.map" \
+  -Xlinker -L"$root/.build-lib/static-libs" \
+  -Xlinker --gc-sections
+cp "$root/.build-lib/$config/libwedjat-agent.so" "$out/libwedjat-agent.so.tmp"
+strip --strip-unneeded "$out/libwedjat-agent.so.tmp"
+mv "$out/libwedjat-agent.so.tmp" "$out/libwedjat-agent.so"
+echo "built $out/libwedjat.so and $out/libwedjat-agent.so"
