@@ -73,6 +73,8 @@ void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
     snprintf(lf->path, sizeof lf->path, "%s", path);
 }
 
+int wj_logfile_fd(wj_logfile *lf) { return atomic_load(&lf->fd); }
+
 void wj_logfile_reset_for_child(wj_logfile *lf, const char *path) {
     int fd = atomic_load(&lf->fd);
     pthread_mutex_init(&lf->lock, NULL);

@@ -2,6 +2,7 @@
 // slot i at ring position pos is free when lap == pos & ~mask, holds an event when
 // lap == (pos & ~mask) + 1, and is released for the next lap with (pos & ~mask) + capacity.
 #include "wedjat_common.h"
+#include <stdlib.h>
 
 void wj_ring_init(wj_ring *r, wj_slot *slots, uint64_t capacity) {
     atomic_store(&r->enq, 0);
@@ -58,4 +59,18 @@ void wj_ring_discard_pending(wj_ring *r) {
     }
     atomic_store(&r->deq, end);
     atomic_store(&r->dropped, 0);
+}
+
+wj_ring *wj_ring_create(uint64_t capacity) {
+    wj_ring *r = aligned_alloc(64, sizeof *r);
+    wj_slot *slots = calloc(capacity, sizeof *slots);
+    if (!r || !slots) { free(r); free(slots); return 0; }
+    wj_ring_init(r, slots, capacity);
+    return r;
+}
+
+void wj_ring_destroy(wj_ring *r) {
+    if (!r) return;
+    free(r->slots);
+    free(r);
 }

@@ -84,6 +84,9 @@ uint64_t wj_ring_dropped(const wj_ring *r);
 // After fork, in the child: forget everything pending (including slots claimed by threads
 // that do not exist in the child) without touching the whole ring.
 void wj_ring_discard_pending(wj_ring *r);
+// A heap ring for tests and tools (the interposer's lives in .bss).
+wj_ring *wj_ring_create(uint64_t capacity);
+void wj_ring_destroy(wj_ring *r);
 
 // ---------------------------------------------------------------- configuration
 
@@ -134,6 +137,8 @@ typedef struct wj_logfile {
 } wj_logfile;
 
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes);
+// The fd currently used for the log, -1 if none (Swift cannot see _Atomic fields).
+int wj_logfile_fd(wj_logfile *lf);
 // Writes whole lines; returns 1 if all landed, 0 if dropped (counted in the struct).
 int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len);
 void wj_logfile_close(wj_logfile *lf);

@@ -1,0 +1,70 @@
+import XCTest
+import CWedjatCommon
+import WedjatCore
+
+final class JSONAndRedactionTests: XCTestCase {
+    private func redact(_ previous: String?, _ arg: String) -> String {
+        var out = [CChar](repeating: 0, count: 512)
+        if let previous { wj_redact_arg(previous, arg, &out, out.count) } else { wj_redact_arg(nil, arg, &out, out.count) }
+        return String(cString: out)
+    }
+
+    func testURLsLoseUserinfoQueryAndFragment() {
+        XCTAssertEqual(redact(nil, "https://user:pw@example.com:8443/a/b?token=x&y=2#frag"),
+                       "https://***@example.com:8443/a/b?***#***")
+        XCTAssertEqual(redact(nil, "http://127.0.0.1:8080/"), "http://127.0.0.1:8080/")
+        XCTAssertEqual(redact(nil, "http://h/p?q"), "http://h/p?***")
+    }
+
+    func testSecretOptionsAndAssignments() {
+        XCTAssertEqual(redact("-u", "alice:secret"), "***")
+        XCTAssertEqual(redact("--password", "hunter2"), "***")
+        XCTAssertEqual(redact("-H", "Authorization: Bearer abc"), "Authorization: ***")
+        XCTAssertEqual(redact("-H", "Content-Type: text/plain"), "Content-Type: text/plain")
+        XCTAssertEqual(redact(nil, "--api-token=abc"), "--api-token=***")
+        XCTAssertEqual(redact(nil, "DB_PASSWORD=abc"), "DB_PASSWORD=***")
+        XCTAssertEqual(redact(nil, "--header=Cookie: a=b"), "--header=Cookie: ***")
+        XCTAssertEqual(redact(nil, "-v"), "-v")
+        XCTAssertEqual(redact(nil, "file.txt"), "file.txt")
+    }
+
+    func testCJSONEscapesAndStaysValid() throws {
+        var buf = [CChar](repeating: 0, count: 256)
+        var j = wj_json()
+        wj_json_init(&j, &buf, buf.count)
+        wj_json_begin(&j)
+        wj_json_str(&j, "s", "q\"b\\n\nt\t\u{1}é")
+        let invalid: [CChar] = [0x61, CChar(bitPattern: 0xff), 0x62]
+        wj_json_strn(&j, "bad", invalid, invalid.count)
+        wj_json_int(&j, "i", -5)
+        wj_json_null(&j, "n")
+        wj_json_end(&j)
+        XCTAssertEqual(j.overflow, 0)
+        let text = String(cString: buf)
+        XCTAssertEqual(text, #"{"s":"q\"b\\n\nt\t\u0001é","bad":"a\ufffdb","i":-5,"n":null}"#)
+        let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        XCTAssertEqual(parsed?["s"] as? String, "q\"b\\n\nt\t\u{1}é")
+    }
+
+    func testCJSONOverflowIsReportedNotCut() {
+        var buf = [CChar](repeating: 0, count: 16)
+        var j = wj_json()
+        wj_json_init(&j, &buf, buf.count)
+        wj_json_begin(&j)
+        wj_json_str(&j, "long", String(repeating: "x", count: 64))
+        XCTAssertEqual(j.overflow, 1)
+    }
+
+    func testSwiftJSONLine() throws {
+        var line = JSONLine()
+        line.beginObject()
+        line.field("a", 12345)
+        line.field("b", "x\"y")
+        line.field("c", nil as String?)
+        line.field("d", UInt64(7))
+        line.field("e", true)
+        line.field("f", -3)
+        line.endObject()
+        XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), #"{"a":12345,"b":"x\"y","c":null,"d":7,"e":true,"f":-3}"#)
+    }
+}
