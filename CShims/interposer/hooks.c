@@ -96,8 +96,23 @@ static uint64_t track(int fd, int role, uint64_t t_open) {
     e->t_open = t_open;
     atomic_store_explicit(&e->bytes_in, 0, memory_order_relaxed);
     atomic_store_explicit(&e->bytes_out, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->connecting, 0, memory_order_relaxed);
     atomic_store_explicit(&e->conn_id, id, memory_order_release);
     return id;
+}
+
+// The connection ends here with `err` (a connect that failed after all).
+static void connect_failed(int fd, wj_fd_entry *e, int err) {
+    wj_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = WJ_EV_CONN_CLOSE;
+    ev.err = err;
+    ev.fd = fd;
+    ev.role = WJ_ROLE_CLIENT;
+    ev.t_start = e->t_open;
+    ev.t_end = wj_now_ns();
+    ev.conn_id = atomic_exchange(&e->conn_id, 0);
+    if (ev.conn_id) wj_push(&ev);
 }
 
 static int connect_error(int r, int err) {
@@ -114,19 +129,8 @@ WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         // A repeated connect on a pending non-blocking socket checks completion.
         int r = WJ_REAL(connect)(fd, addr, len);
         int err = errno;
-        if (known && connect_error(r, err)) {
-            // Failed after all: the connection ends here with that error.
-            wj_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.kind = WJ_EV_CONN_CLOSE;
-            ev.err = err;
-            ev.fd = fd;
-            ev.role = WJ_ROLE_CLIENT;
-            ev.t_start = known->t_open;
-            ev.t_end = wj_now_ns();
-            ev.conn_id = atomic_exchange(&known->conn_id, 0);
-            if (ev.conn_id) wj_push(&ev);
-        }
+        if (known && connect_error(r, err)) connect_failed(fd, known, err);
+        else if (known && (r == 0 || err == EISCONN)) atomic_store(&known->connecting, 0);
         wj_leave();
         errno = err;
         return r;
@@ -147,6 +151,8 @@ WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     if (!ev.err) {
         sock_name(fd, &ev.local, 0);
         ev.conn_id = track(fd, WJ_ROLE_CLIENT, ev.t_start);
+        wj_fd_entry *e = r != 0 ? wj_fd_tracked(fd) : 0;
+        if (e) atomic_store(&e->connecting, 1);
     } else {
         ev.conn_id = wj_next_conn_id();
     }
@@ -191,6 +197,23 @@ WJ_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
 
 WJ_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     return accepted(WJ_REAL(accept4)(fd, addr, len, flags), addr, len);
+}
+
+// How a program learns that a non-blocking connect failed: getsockopt(SO_ERROR).
+WJ_EXPORT int getsockopt(int fd, int level, int name, void *value, socklen_t *len) {
+    int r = WJ_REAL(getsockopt)(fd, level, name, value, len);
+    if (r != 0 || level != SOL_SOCKET || name != SO_ERROR || !value) return r;
+    wj_fd_entry *e = wj_fd_tracked(fd);
+    if (!e || !atomic_load_explicit(&e->connecting, memory_order_relaxed)) return r;
+    int so_error = *(int *)value;
+    int err = errno;
+    if (wj_enter()) {
+        if (so_error == 0) atomic_store(&e->connecting, 0);
+        else if (so_error != EINPROGRESS && so_error != EALREADY) connect_failed(fd, e, so_error);
+        wj_leave();
+    }
+    errno = err;
+    return r;
 }
 
 // ---------------------------------------------------------------- closing

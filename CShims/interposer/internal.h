@@ -65,7 +65,7 @@ typedef struct wj_fd_entry {
     _Atomic uint64_t bytes_out;
     uint64_t t_open;
     uint32_t role;
-    uint32_t pad;
+    _Atomic uint32_t connecting;  // non-blocking connect not yet known to have completed
     uint64_t reserved[2];
 } wj_fd_entry;
 

@@ -194,6 +194,27 @@ static void atfork_child(void) {
     wj_thread_flags &= ~WJ_T_INSIDE;
 }
 
+// Invalid WEDJAT_* values: say so once on a terminal (never into output that may be captured),
+// once per log directory and set of warnings, however many processes start. The warnings are
+// also in every process_start.
+static void warn_config_once(void) {
+    if (wj_proc.config.warning_count == 0 || !isatty(2)) return;
+    uint64_t hash = 1469598103934665603ull;
+    for (int i = 0; i < wj_proc.config.warning_count; i++)
+        for (const char *p = wj_proc.config.warnings[i]; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
+    char why[WJ_WARNING_LEN], marker[WJ_PATH_MAX];
+    if (!wj_ensure_dir(wj_proc.config.dir, why, sizeof why)) return;
+    snprintf(marker, sizeof marker, "%s/.warned-%016llx", wj_proc.config.dir, (unsigned long long)hash);
+    int fd = wj_sys_open(marker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    wj_sys_close(fd);
+    for (int i = 0; i < wj_proc.config.warning_count; i++) {
+        char line[WJ_WARNING_LEN + 16];
+        int n = snprintf(line, sizeof line, "wedjat: %s\n", wj_proc.config.warnings[i]);
+        if (n > 0) wj_sys_write(2, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1));
+    }
+}
+
 static void wj_init(void) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&wj_init_state, &expected, 1)) {
@@ -221,6 +242,7 @@ static void wj_init(void) {
         set_image_identity();
         wj_logfile_init(&wj_proc.log, wj_proc.log_path, (uint64_t)wj_proc.config.log_max_mb << 20);
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        warn_config_once();
     }
     atomic_store(&wj_init_state, 2);
     errno = saved_errno;

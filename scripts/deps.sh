@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages wedjat's build, demo and tests use, if any are missing.
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have gcc || need+=(gcc)
+have cpp || need+=(cpp)
+have curl || need+=(curl)
+have python3 || need+=(python3)
+have perl || need+=(perl)
+have git || need+=(git)
+have jq || need+=(jq)
+have strace || need+=(strace)
+have nginx || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+have redis-server || need+=(redis-server)
+have wrk || need+=(wrk)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+echo "deps: installing ${need[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

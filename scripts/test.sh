@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test: the Swift unit tests, then the integration suite (real programs under
+# the preloaded library, on loopback). Installs missing Debian packages first.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+"$root/scripts/deps.sh"
+
+echo "== unit tests (swift test)"
+swift build --build-tests
+swift test --skip-build
+
+echo "== building the libraries and the CLI for the integration suite"
+prefix="$root/.build-test"
+rm -rf "$prefix"
+mkdir -p "$prefix/bin" "$prefix/lib"
+"$root/scripts/build-lib.sh" "$prefix/lib"
+# The CLI finds its library as ../lib/libwedjat.so next to its own (real) path: copy it.
+cp "$(swift build --show-bin-path)/wedjat-cli" "$prefix/bin/wedjat"
+
+echo "== integration tests"
+"$root/Tests/Integration/run.sh" "$prefix/lib" "$prefix/bin/wedjat"
