@@ -37,7 +37,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
-        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis"]),
+        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis"], exclude: ["Fixtures", "Golden"]),
     ],
     swiftLanguageModes: [.v5]
 )

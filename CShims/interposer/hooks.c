@@ -165,6 +165,21 @@ WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     return r;
 }
 
+// A listening process is a server, likely long-lived: start the agent now so its log exists
+// (and is flushed) before the first client arrives, even if it is killed later.
+WJ_EXPORT int listen(int fd, int backlog) {
+    int r = WJ_REAL(listen)(fd, backlog);
+    if (r == 0) {
+        int err = errno;
+        if (wj_enter()) {
+            wj_agent_ensure_started();
+            wj_leave();
+        }
+        errno = err;
+    }
+    return r;
+}
+
 static int accepted(int r, struct sockaddr *addr, socklen_t *len) {
     if (r < 0 || !wj_enter()) return r;
     int err = errno;

@@ -1,0 +1,131 @@
+import Foundation
+
+/// One log file, i.e. one process image, summarised while streaming: counts and totals, not
+/// the records themselves, so a run of any size fits in memory.
+public struct ProcessLog: Sendable {
+    /// The file path as it was found (argument, or directory + relative path).
+    public let path: String
+    public var start: ProcessStart?
+    /// nil when the process never reached its end hook: killed by a signal (or still running).
+    public var end: ProcessEnd?
+    public var latestDrops: DropsRecord?
+    public var recordCounts: [String: Int] = [:]
+    public var forks = 0
+    public var connections = 0
+    public var bytesIn: Int64 = 0
+    public var bytesOut: Int64 = 0
+    public var errors = 0
+    public var openAtExit = 0
+    public var firstTs: Int64 = .max
+    public var lastTs: Int64 = .min
+    /// pid seen in records, for files whose process_start is missing.
+    var recordPid: Int?
+
+    public init(path: String) { self.path = path }
+
+    public var fileName: String { (path as NSString).lastPathComponent }
+
+    /// `<prog>.<pid>.<start_us>.ndjson`, used when the file has no process_start.
+    var nameParts: (prog: String, pid: Int?)? {
+        let parts = fileName.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 4, parts.last == "ndjson" else { return nil }
+        return (parts[0 ..< parts.count - 3].joined(separator: "."), Int(parts[parts.count - 3]))
+    }
+
+    public var pid: Int { start?.pid ?? recordPid ?? nameParts?.pid ?? 0 }
+
+    public var program: String {
+        if let exe = start?.exe, !exe.isEmpty { return (exe as NSString).lastPathComponent }
+        if let prog = nameParts?.prog, !prog.isEmpty { return prog }
+        if let a0 = start?.argv.first, !a0.isEmpty { return (a0 as NSString).lastPathComponent }
+        return "?"
+    }
+
+    /// When this image started (library initialisation), or its first record.
+    public var startTs: Int64 { start?.ts ?? firstTs }
+    /// When the kernel created the process (shared by an exec chain); may predate `startTs`.
+    public var kernelStartTs: Int64 { start?.processStartTs ?? startTs }
+    /// The end as known: process_end, else the last record (a killed process's last flush).
+    public var lastKnownTs: Int64 { end?.ts ?? Swift.max(lastTs, startTs) }
+
+    public var durationUs: Int64 { end?.durationUs ?? (lastKnownTs - startTs) }
+    public var droppedEvents: Int64 { end?.droppedEvents ?? latestDrops?.droppedEvents ?? 0 }
+    public var droppedRecords: Int64 { end?.droppedRecords ?? latestDrops?.droppedRecords ?? 0 }
+    public var killed: Bool { end == nil }
+
+    mutating func add(_ record: Record) {
+        firstTs = Swift.min(firstTs, record.ts)
+        lastTs = Swift.max(lastTs, record.ts)
+        recordCounts[recordTypeName(record), default: 0] += 1
+        switch record {
+        case .processStart(let s):
+            start = s
+        case .connection(let c):
+            recordPid = recordPid ?? c.pid
+            connections += 1
+            bytesIn += c.bytesIn
+            bytesOut += c.bytesOut
+            if c.error != nil { errors += 1 }
+            if c.openAtExit { openAtExit += 1 }
+        case .fork(let f):
+            recordPid = recordPid ?? f.pid
+            forks += 1
+        case .drops(let d):
+            recordPid = recordPid ?? d.pid
+            // Running totals: the newest one is the answer.
+            if latestDrops.map({ d.ts >= $0.ts }) ?? true { latestDrops = d }
+        case .processEnd(let e):
+            recordPid = recordPid ?? e.pid
+            end = e
+        }
+    }
+}
+
+/// Everything a report needs about one run, built in one streaming pass over the logs.
+public struct RunAnalysis: Sendable {
+    /// One per file that held at least one good record, in reading order.
+    public private(set) var logs: [ProcessLog] = []
+    public private(set) var peers: [PeerKey: PeerStats] = [:]
+    public private(set) var readerWarnings: [ReaderWarning] = []
+    public private(set) var filesRead = 0
+    private var index: [String: Int] = [:]
+
+    public init() {}
+
+    /// Reads `paths` (files or directories). Throws when there is nothing to report on; the
+    /// failure carries the reader's warnings so the caller can show why.
+    public static func load(paths: [String], reader: LogReader = LogReader()) throws(LoadFailure) -> RunAnalysis {
+        var analysis = RunAnalysis()
+        var reader = reader
+        do {
+            try reader.read(paths: paths) { file, _, record in analysis.add(record, file: file) }
+        } catch {
+            throw LoadFailure(error: error, warnings: reader.warnings)
+        }
+        analysis.readerWarnings = reader.warnings
+        analysis.filesRead = reader.filesRead
+        return analysis
+    }
+
+    public mutating func add(_ record: Record, file: String) {
+        let i: Int
+        if let known = index[file] {
+            i = known
+        } else {
+            i = logs.count
+            index[file] = i
+            logs.append(ProcessLog(path: file))
+        }
+        logs[i].add(record)
+        if case .connection(let c) = record {
+            let key = PeerKey(c)
+            peers[key, default: PeerStats(key: key)].add(c)
+        }
+    }
+}
+
+public struct LoadFailure: Error, CustomStringConvertible {
+    public var error: LogReaderError
+    public var warnings: [ReaderWarning]
+    public var description: String { error.description }
+}

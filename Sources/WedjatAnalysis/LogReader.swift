@@ -1,0 +1,250 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Something wrong with the input that did not stop the reading: the line (or file) is
+/// skipped or read partially, every other record is kept.
+public struct ReaderWarning: Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    /// 1-based line number; nil when the warning is about the whole file.
+    public var line: Int?
+    public var message: String
+
+    public init(file: String, line: Int?, message: String) {
+        self.file = file; self.line = line; self.message = message
+    }
+
+    public var description: String {
+        if let line { return "\(file):\(line): \(message)" }
+        return "\(file): \(message)"
+    }
+}
+
+/// Input from which no report can be made.
+public enum LogReaderError: Error, Equatable, CustomStringConvertible {
+    case noLogFiles(paths: [String])
+    case noRecords(files: Int)
+
+    public var description: String {
+        switch self {
+        case .noLogFiles(let paths):
+            let list = paths.isEmpty ? "(no paths given)" : paths.joined(separator: ", ")
+            return "no wedjat logs (*.ndjson) found in \(list)"
+        case .noRecords(let files):
+            return "no readable wedjat records in \(files) log file\(files == 1 ? "" : "s")"
+        }
+    }
+}
+
+/// Streams NDJSON logs line by line: a file is read in fixed-size chunks, so memory stays
+/// bounded by the chunk size plus the longest line (itself capped), whatever the file size.
+public struct LogReader {
+    public var chunkSize: Int
+    /// Longer lines are skipped (with a warning) instead of being buffered without limit.
+    public var maxLineBytes: Int
+    /// Past this many warnings in one file, the rest are only counted: a file of garbage must
+    /// not turn into a gigabyte of warnings.
+    public var maxWarningsPerFile: Int
+    public private(set) var warnings: [ReaderWarning] = []
+    public private(set) var filesRead = 0
+    public private(set) var recordsRead = 0
+
+    public init(chunkSize: Int = 256 * 1024, maxLineBytes: Int = 16 * 1024 * 1024, maxWarningsPerFile: Int = 100) {
+        self.chunkSize = max(1, chunkSize)
+        self.maxLineBytes = max(1, maxLineBytes)
+        self.maxWarningsPerFile = max(1, maxWarningsPerFile)
+    }
+
+    /// Expands the arguments: a file is taken as is, a directory contributes every `*.ndjson`
+    /// below it (recursively, sorted so reports are reproducible). Paths that do not exist
+    /// become warnings.
+    public static func logFiles(in paths: [String], warnings: inout [ReaderWarning]) -> [String] {
+        var out: [String] = []
+        var seen = Set<String>()
+        let fm = FileManager.default
+        for path in paths {
+            var isDir: ObjCBool = false
+            guard fm.fileExists(atPath: path, isDirectory: &isDir) else {
+                warnings.append(ReaderWarning(file: path, line: nil, message: "no such file or directory"))
+                continue
+            }
+            var found: [String] = []
+            if isDir.boolValue {
+                let base = path.hasSuffix("/") ? String(path.dropLast()) : path
+                for case let rel as String in fm.enumerator(atPath: path) ?? FileManager.DirectoryEnumerator()
+                where rel.hasSuffix(".ndjson") {
+                    let full = base + "/" + rel
+                    var sub: ObjCBool = false
+                    if fm.fileExists(atPath: full, isDirectory: &sub), !sub.boolValue { found.append(full) }
+                }
+                found.sort()
+            } else {
+                found = [path]
+            }
+            for f in found where seen.insert(f).inserted { out.append(f) }
+        }
+        return out
+    }
+
+    /// Reads every log under `paths`, calling `onRecord(file, line, record)` for each good record
+    /// in file order. Throws only when there is nothing to report on.
+    public mutating func read(paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
+        let files = LogReader.logFiles(in: paths, warnings: &warnings)
+        guard !files.isEmpty else { throw .noLogFiles(paths: paths) }
+        for file in files { readFile(file, onRecord: onRecord) }
+        guard recordsRead > 0 else { throw .noRecords(files: files.count) }
+    }
+
+    /// Reads one file; problems become warnings, never errors.
+    public mutating func readFile(_ path: String, onRecord: (String, Int, Record) -> Void) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            warnings.append(ReaderWarning(file: path, line: nil, message: "cannot open: \(String(cString: strerror(errno)))"))
+            return
+        }
+        defer { close(fd) }
+        filesRead += 1
+
+        var state = FileState(path: path)
+        var pending = Data()             // bytes of the current, not yet complete line
+        var skippingLongLine = false
+        var chunk = [UInt8](repeating: 0, count: chunkSize)
+
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                warnings.append(ReaderWarning(file: path, line: state.lineNo + 1,
+                                              message: "read error: \(String(cString: strerror(errno))); rest of file skipped"))
+                return
+            }
+            if n == 0 { break }
+            var start = 0
+            while start < n {
+                // memchr: the newline scan is the hot loop on big files.
+                let newline: Int? = chunk.withUnsafeBytes { buf in
+                    memchr(buf.baseAddress! + start, 0x0A, n - start).map { buf.baseAddress!.distance(to: UnsafeRawPointer($0)) }
+                }
+                guard let nl = newline else {
+                    if !skippingLongLine { pending.append(contentsOf: chunk[start..<n]) }
+                    if pending.count > maxLineBytes {
+                        state.lineNo += 1
+                        warn(&state, "line longer than \(maxLineBytes) bytes; skipped")
+                        pending = Data()
+                        skippingLongLine = true
+                    }
+                    break
+                }
+                if skippingLongLine {
+                    // The rest of an over-long line: its warning was given when it grew too big.
+                    skippingLongLine = false
+                } else {
+                    state.lineNo += 1
+                    if pending.isEmpty {
+                        handleLine(Data(chunk[start..<nl]), state: &state, complete: true, onRecord: onRecord)
+                    } else {
+                        pending.append(contentsOf: chunk[start..<nl])
+                        handleLine(pending, state: &state, complete: true, onRecord: onRecord)
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                }
+                start = nl + 1
+            }
+        }
+        if !skippingLongLine, !pending.isEmpty {
+            state.lineNo += 1
+            handleLine(pending, state: &state, complete: false, onRecord: onRecord)
+        }
+        if state.suppressed > 0 {
+            warnings.append(ReaderWarning(file: path, line: nil,
+                                          message: "\(state.suppressed) more problem\(state.suppressed == 1 ? "" : "s") in this file not shown"))
+        }
+    }
+
+    /// A warning about the current line of the file, unless the file already had its share.
+    private mutating func warn(_ state: inout FileState, _ message: String) {
+        state.warningCount += 1
+        if state.warningCount > maxWarningsPerFile {
+            state.suppressed += 1
+        } else {
+            warnings.append(ReaderWarning(file: state.path, line: state.lineNo, message: message))
+        }
+    }
+
+    private struct FileState {
+        let path: String
+        var lineNo = 0
+        var sawRecord = false
+        var sawStart = false
+        var unknownTypesWarned = Set<String>()
+        var warningCount = 0
+        var suppressed = 0
+    }
+
+    private mutating func handleLine(_ bytes: Data, state: inout FileState, complete: Bool,
+                                     onRecord: (String, Int, Record) -> Void) {
+        func warn(_ message: String) { self.warn(&state, message) }
+        // Blank lines carry nothing; they are not worth a warning.
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+        let object: [String: Any]
+        do {
+            let parsed = try JSONSerialization.jsonObject(with: bytes)
+            guard let dict = parsed as? [String: Any] else {
+                warn(complete ? "not a JSON object; skipped" : "truncated last line (no trailing newline); skipped")
+                return
+            }
+            object = dict
+        } catch {
+            warn(complete ? "invalid JSON; skipped" : "truncated last line (no trailing newline); skipped")
+            return
+        }
+        if !complete {
+            // A whole record whose newline never landed (the writer stopped mid-write): keep it.
+            warn("last line has no trailing newline; kept")
+        }
+        let record: Record
+        do {
+            record = try Record.decode(object)
+        } catch {
+            switch error {
+            case .missingType:
+                warn("record has no \"type\"; skipped")
+            case .unknownType(let type):
+                // Newer writers may add types; say so once per type and file, not per line.
+                if state.unknownTypesWarned.insert(type).inserted {
+                    warn("unknown record type \"\(type)\"; skipped (further ones in this file not reported)")
+                }
+            case .badField(let type, let field, let expected):
+                warn("\(type): field \"\(field)\" must be \(expected); record skipped")
+            }
+            return
+        }
+        let firstRecord = !state.sawRecord
+        state.sawRecord = true
+        if case .processStart(let start) = record {
+            if state.sawStart {
+                warn("second process_start in one file; skipped")
+                return
+            }
+            state.sawStart = true
+            if start.schema > supportedSchema {
+                warn("schema \(start.schema) is newer than the supported schema \(supportedSchema); reading the known fields only")
+            }
+        } else if firstRecord {
+            warn("first record is \"\(recordTypeName(record))\", not process_start")
+        }
+        recordsRead += 1
+        onRecord(state.path, state.lineNo, record)
+    }
+}
+
+func recordTypeName(_ r: Record) -> String {
+    switch r {
+    case .processStart: "process_start"
+    case .connection: "connection"
+    case .fork: "fork"
+    case .drops: "drops"
+    case .processEnd: "process_end"
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+
+// Typed views of the NDJSON records described in docs/LOG_FORMAT.md.
+// Decoding is field by field (not Codable) so that one odd field gives a precise warning,
+// unknown fields are ignored, and `null` is accepted wherever the format allows it.
+
+/// The log schema this reader understands.
+public let supportedSchema = 1
+
+public struct ProcessStart: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var tid: Int?
+    public var schema: Int
+    public var wedjatVersion: String?
+    public var exe: String?
+    public var argv: [String]
+    public var argvMode: String?
+    public var ppid: Int?
+    public var parentLog: String?
+    public var execFrom: String?
+    public var log: String?
+    public var hostname: String?
+    public var processStartTs: Int64?
+    public var procStartTicks: Int64?
+    public var configWarnings: [String]
+
+    public init(ts: Int64, pid: Int, tid: Int? = nil, schema: Int = supportedSchema, wedjatVersion: String? = nil,
+                exe: String? = nil, argv: [String] = [], argvMode: String? = nil, ppid: Int? = nil,
+                parentLog: String? = nil, execFrom: String? = nil, log: String? = nil, hostname: String? = nil,
+                processStartTs: Int64? = nil, procStartTicks: Int64? = nil, configWarnings: [String] = []) {
+        self.ts = ts; self.pid = pid; self.tid = tid; self.schema = schema; self.wedjatVersion = wedjatVersion
+        self.exe = exe; self.argv = argv; self.argvMode = argvMode; self.ppid = ppid; self.parentLog = parentLog
+        self.execFrom = execFrom; self.log = log; self.hostname = hostname; self.processStartTs = processStartTs
+        self.procStartTicks = procStartTicks; self.configWarnings = configWarnings
+    }
+}
+
+public struct ConnectionRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var tid: Int?
+    public var connId: Int64?
+    public var fd: Int?
+    public var transport: String?
+    public var family: String?
+    public var role: String
+    public var local: String?
+    public var peer: String?
+    public var openTs: Int64?
+    public var closeTs: Int64?
+    public var durationUs: Int64?
+    public var connectUs: Int64?
+    public var bytesIn: Int64
+    public var bytesOut: Int64
+    public var error: String?
+    public var openAtExit: Bool
+
+    public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, fd: Int? = nil, transport: String? = "tcp",
+                family: String? = "ipv4", role: String, local: String? = nil, peer: String? = nil,
+                openTs: Int64? = nil, closeTs: Int64? = nil, durationUs: Int64? = nil, connectUs: Int64? = nil,
+                bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false) {
+        self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.fd = fd; self.transport = transport
+        self.family = family; self.role = role; self.local = local; self.peer = peer; self.openTs = openTs
+        self.closeTs = closeTs; self.durationUs = durationUs; self.connectUs = connectUs; self.bytesIn = bytesIn
+        self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit
+    }
+
+    /// `duration_us`, or `close_ts - open_ts` when an older writer left it out.
+    public var effectiveDurationUs: Int64? {
+        if let durationUs, durationUs >= 0 { return durationUs }
+        if let openTs, let closeTs, closeTs >= openTs { return closeTs - openTs }
+        return nil
+    }
+}
+
+public struct ForkRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var tid: Int?
+    public var childPid: Int
+    public init(ts: Int64, pid: Int, tid: Int? = nil, childPid: Int) {
+        self.ts = ts; self.pid = pid; self.tid = tid; self.childPid = childPid
+    }
+}
+
+public struct DropsRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var droppedEvents: Int64
+    public var droppedRecords: Int64
+    public init(ts: Int64, pid: Int, droppedEvents: Int64, droppedRecords: Int64) {
+        self.ts = ts; self.pid = pid; self.droppedEvents = droppedEvents; self.droppedRecords = droppedRecords
+    }
+}
+
+public struct ProcessEnd: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var tid: Int?
+    public var reason: String
+    public var exitStatus: Int?
+    public var durationUs: Int64?
+    public var records: [String: Int64]
+    public var droppedEvents: Int64
+    public var droppedRecords: Int64
+    public var openConnections: Int64
+    public init(ts: Int64, pid: Int, tid: Int? = nil, reason: String, exitStatus: Int? = nil, durationUs: Int64? = nil,
+                records: [String: Int64] = [:], droppedEvents: Int64 = 0, droppedRecords: Int64 = 0,
+                openConnections: Int64 = 0) {
+        self.ts = ts; self.pid = pid; self.tid = tid; self.reason = reason; self.exitStatus = exitStatus
+        self.durationUs = durationUs; self.records = records; self.droppedEvents = droppedEvents
+        self.droppedRecords = droppedRecords; self.openConnections = openConnections
+    }
+}
+
+public enum Record: Sendable, Equatable {
+    case processStart(ProcessStart)
+    case connection(ConnectionRecord)
+    case fork(ForkRecord)
+    case drops(DropsRecord)
+    case processEnd(ProcessEnd)
+
+    public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end"]
+
+    public var ts: Int64 {
+        switch self {
+        case .processStart(let r): r.ts
+        case .connection(let r): r.ts
+        case .fork(let r): r.ts
+        case .drops(let r): r.ts
+        case .processEnd(let r): r.ts
+        }
+    }
+}
+
+/// Why one JSON object could not become a `Record`.
+public enum RecordDecodeError: Error, Equatable {
+    case missingType
+    case unknownType(String)
+    case badField(type: String, field: String, expected: String)
+}
+
+extension Record {
+    /// Decodes one parsed JSON object. Unknown fields are ignored; a required field that is
+    /// missing, or any field with the wrong JSON type, rejects the record.
+    public static func decode(_ object: [String: Any]) throws(RecordDecodeError) -> Record {
+        guard let rawType = object["type"] else { throw .missingType }
+        guard let type = rawType as? String else { throw .badField(type: "?", field: "type", expected: "a string") }
+        guard knownTypes.contains(type) else { throw .unknownType(type) }
+        let f = Fields(object: object, type: type)
+        let ts = try f.int64("ts", required: true)!
+        let pid = try f.int("pid", required: true)!
+        switch type {
+        case "process_start":
+            return .processStart(ProcessStart(
+                ts: ts, pid: pid, tid: try f.int("tid"),
+                // A missing schema is treated as the first one; the reader does not guess newer.
+                schema: try f.int("schema") ?? supportedSchema,
+                wedjatVersion: try f.string("wedjat_version"), exe: try f.string("exe"),
+                argv: try f.strings("argv") ?? [], argvMode: try f.string("argv_mode"),
+                ppid: try f.int("ppid"), parentLog: try f.string("parent_log"), execFrom: try f.string("exec_from"),
+                log: try f.string("log"), hostname: try f.string("hostname"),
+                processStartTs: try f.int64("process_start_ts"), procStartTicks: try f.int64("proc_start_ticks"),
+                configWarnings: try f.strings("config_warnings") ?? []))
+        case "connection":
+            return .connection(ConnectionRecord(
+                ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"), fd: try f.int("fd"),
+                transport: try f.string("transport"), family: try f.string("family"),
+                role: try f.string("role", required: true)!, local: try f.string("local"), peer: try f.string("peer"),
+                openTs: try f.int64("open_ts"), closeTs: try f.int64("close_ts"),
+                durationUs: try f.int64("duration_us"), connectUs: try f.int64("connect_us"),
+                bytesIn: try f.int64("bytes_in") ?? 0, bytesOut: try f.int64("bytes_out") ?? 0,
+                error: try f.string("error"), openAtExit: try f.bool("open_at_exit") ?? false))
+        case "fork":
+            return .fork(ForkRecord(ts: ts, pid: pid, tid: try f.int("tid"), childPid: try f.int("child_pid", required: true)!))
+        case "drops":
+            return .drops(DropsRecord(ts: ts, pid: pid, droppedEvents: try f.int64("dropped_events") ?? 0,
+                                      droppedRecords: try f.int64("dropped_records") ?? 0))
+        default: // process_end
+            return .processEnd(ProcessEnd(
+                ts: ts, pid: pid, tid: try f.int("tid"), reason: try f.string("reason") ?? "unknown",
+                exitStatus: try f.int("exit_status"), durationUs: try f.int64("duration_us"),
+                records: try f.intMap("records") ?? [:],
+                droppedEvents: try f.int64("dropped_events") ?? 0, droppedRecords: try f.int64("dropped_records") ?? 0,
+                openConnections: try f.int64("open_connections") ?? 0))
+        }
+    }
+}
+
+/// Typed access to a JSONSerialization object. `null` and absent are the same (nil).
+private struct Fields {
+    let object: [String: Any]
+    let type: String
+
+    private func raw(_ key: String, required: Bool, expected: String) throws(RecordDecodeError) -> Any? {
+        let v = object[key]
+        if v == nil || v is NSNull {
+            if required { throw .badField(type: type, field: key, expected: expected) }
+            return nil
+        }
+        return v
+    }
+
+    func int64(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Int64? {
+        guard let v = try raw(key, required: required, expected: "an integer") else { return nil }
+        guard let n = Fields.integer(v) else { throw .badField(type: type, field: key, expected: "an integer") }
+        return n
+    }
+
+    func int(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Int? {
+        try int64(key, required: required).map { Int(truncatingIfNeeded: $0) }
+    }
+
+    func string(_ key: String, required: Bool = false) throws(RecordDecodeError) -> String? {
+        guard let v = try raw(key, required: required, expected: "a string") else { return nil }
+        guard let s = v as? String else { throw .badField(type: type, field: key, expected: "a string") }
+        return s
+    }
+
+    func bool(_ key: String) throws(RecordDecodeError) -> Bool? {
+        guard let v = try raw(key, required: false, expected: "a boolean") else { return nil }
+        guard let n = v as? NSNumber, Fields.isBool(n) else { throw .badField(type: type, field: key, expected: "a boolean") }
+        return n.boolValue
+    }
+
+    func strings(_ key: String) throws(RecordDecodeError) -> [String]? {
+        guard let v = try raw(key, required: false, expected: "an array of strings") else { return nil }
+        guard let a = v as? [Any] else { throw .badField(type: type, field: key, expected: "an array of strings") }
+        var out: [String] = []
+        for e in a {
+            guard let s = e as? String else { throw .badField(type: type, field: key, expected: "an array of strings") }
+            out.append(s)
+        }
+        return out
+    }
+
+    func intMap(_ key: String) throws(RecordDecodeError) -> [String: Int64]? {
+        guard let v = try raw(key, required: false, expected: "an object of integers") else { return nil }
+        guard let d = v as? [String: Any] else { throw .badField(type: type, field: key, expected: "an object of integers") }
+        var out: [String: Int64] = [:]
+        for (k, e) in d {
+            guard let n = Fields.integer(e) else { throw .badField(type: type, field: key, expected: "an object of integers") }
+            out[k] = n
+        }
+        return out
+    }
+
+    // JSONSerialization hands back NSNumber for both numbers and booleans (and `true as? Int`
+    // succeeds); booleans are instances of a distinct subclass, which is the cheap tell.
+    private static let boolClass = ObjectIdentifier(Swift.type(of: NSNumber(value: true)))
+
+    static func isBool(_ n: NSNumber) -> Bool { ObjectIdentifier(Swift.type(of: n)) == boolClass }
+
+    /// Exact integers only: `1.5` and out-of-range values are rejected, `1e3` is 1000.
+    static func integer(_ v: Any) -> Int64? {
+        guard let n = v as? NSNumber, !isBool(n) else { return nil }
+        return n as? Int64
+    }
+}

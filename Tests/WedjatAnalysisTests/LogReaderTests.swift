@@ -1,0 +1,198 @@
+import XCTest
+@testable import WedjatAnalysis
+
+final class LogReaderTests: XCTestCase {
+    var dir: TempDir!
+
+    override func setUpWithError() throws { dir = try TempDir() }
+    override func tearDown() { dir.remove() }
+
+    /// Reads `paths` and returns the records with their locations, plus the warnings as text.
+    private func read(_ paths: [String], chunkSize: Int = 256 * 1024, maxLine: Int = 1 << 20)
+        throws -> (records: [(String, Int, Record)], warnings: [String]) {
+        var reader = LogReader(chunkSize: chunkSize, maxLineBytes: maxLine)
+        var records: [(String, Int, Record)] = []
+        try reader.read(paths: paths) { records.append(($0, $1, $2)) }
+        return (records, reader.warnings.map(\.description))
+    }
+
+    func testGoodFileHasNoWarnings() throws {
+        let f = try dir.write("a.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/a")
+                              + Line.conn(pid: 1, ts: 150) + Line.end(pid: 1, ts: 200))
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, [])
+        XCTAssertEqual(r.records.map(\.1), [1, 2, 3])
+        guard case .connection(let c) = r.records[1].2 else { return XCTFail("not a connection") }
+        XCTAssertEqual(c.peer, "10.0.0.1:443")
+        XCTAssertEqual(c.bytesIn, 10)
+        XCTAssertEqual(c.durationUs, 1000)
+    }
+
+    func testTruncatedLastLineIsSkippedWithWarning() throws {
+        let f = try dir.write("t.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/t")
+                              + Line.conn(pid: 1, ts: 150) + #"{"type":"connection","ts":16"#)
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, ["\(f):3: truncated last line (no trailing newline); skipped"])
+        XCTAssertEqual(r.records.count, 2)
+    }
+
+    func testCompleteLastLineWithoutNewlineIsKept() throws {
+        let f = try dir.write("k.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/k")
+                              + Line.end(pid: 1, ts: 200).dropLast())
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, ["\(f):2: last line has no trailing newline; kept"])
+        XCTAssertEqual(r.records.count, 2)
+    }
+
+    func testGarbageAndMissingTypeAndBadFieldLines() throws {
+        let f = try dir.write("g.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/g")
+                              + "this is not json\n"
+                              + "[1,2,3]\n"
+                              + #"{"ts":120,"pid":1}"# + "\n"
+                              + #"{"type":"connection","ts":130,"pid":1,"role":"client","bytes_in":"many"}"# + "\n"
+                              + #"{"type":"fork","ts":140,"pid":1}"# + "\n"
+                              + "\n"
+                              + Line.conn(pid: 1, ts: 150))
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, [
+            "\(f):2: invalid JSON; skipped",
+            "\(f):3: not a JSON object; skipped",
+            "\(f):4: record has no \"type\"; skipped",
+            "\(f):5: connection: field \"bytes_in\" must be an integer; record skipped",
+            "\(f):6: fork: field \"child_pid\" must be an integer; record skipped",
+        ])
+        // The good lines around the bad ones are all kept, with their own line numbers.
+        XCTAssertEqual(r.records.map(\.1), [1, 8])
+    }
+
+    func testUnknownTypeWarnsOncePerTypePerFile() throws {
+        let body = Line.start(pid: 1, ts: 100, exe: "/bin/u")
+            + #"{"type":"dns","ts":110,"pid":1}"# + "\n"
+            + #"{"type":"dns","ts":111,"pid":1}"# + "\n"
+            + #"{"type":"tls","ts":112,"pid":1}"# + "\n"
+            + Line.end(pid: 1, ts: 200)
+        let f1 = try dir.write("u.1.1.ndjson", body)
+        let f2 = try dir.write("u.2.1.ndjson", body)
+        let r = try read([f1, f2])
+        let note = "; skipped (further ones in this file not reported)"
+        XCTAssertEqual(r.warnings, [
+            "\(f1):2: unknown record type \"dns\"\(note)",
+            "\(f1):4: unknown record type \"tls\"\(note)",
+            "\(f2):2: unknown record type \"dns\"\(note)",
+            "\(f2):4: unknown record type \"tls\"\(note)",
+        ])
+        XCTAssertEqual(r.records.count, 4)
+    }
+
+    func testNewerSchemaWarnsOnceAndKeepsKnownFields() throws {
+        let f = try dir.write("n.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/n", schema: 3)
+                              + Line.conn(pid: 1, ts: 150) + Line.end(pid: 1, ts: 200))
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, ["\(f):1: schema 3 is newer than the supported schema 1; reading the known fields only"])
+        XCTAssertEqual(r.records.count, 3)
+    }
+
+    func testFirstLineNotProcessStart() throws {
+        let f = try dir.write("f.1.1.ndjson", Line.conn(pid: 7, ts: 150) + Line.end(pid: 7, ts: 200))
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, ["\(f):1: first record is \"connection\", not process_start"])
+        XCTAssertEqual(r.records.count, 2)
+        // Still attributed to its process, whose pid comes from the records.
+        let a = try RunAnalysis.load(paths: [f])
+        XCTAssertEqual(a.logs.map(\.pid), [7])
+        XCTAssertEqual(a.logs.map(\.program), ["f"])
+    }
+
+    func testSecondProcessStartIsSkipped() throws {
+        let f = try dir.write("s.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/s")
+                              + Line.start(pid: 1, ts: 101, exe: "/bin/other"))
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, ["\(f):2: second process_start in one file; skipped"])
+        XCTAssertEqual(r.records.count, 1)
+    }
+
+    func testLinesSplitAcrossTinyChunks() throws {
+        // A 7-byte buffer forces every line across many reads.
+        let f = try dir.write("c.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/c")
+                              + Line.conn(pid: 1, ts: 150) + "garbage\n" + Line.end(pid: 1, ts: 200))
+        let r = try read([f], chunkSize: 7)
+        XCTAssertEqual(r.warnings, ["\(f):3: invalid JSON; skipped"])
+        XCTAssertEqual(r.records.map(\.1), [1, 2, 4])
+    }
+
+    func testOverlongLineIsSkippedWithBoundedBuffer() throws {
+        let long = #"{"type":"connection","ts":1,"pid":1,"role":"client","peer":""# + String(repeating: "x", count: 5000) + "\"}\n"
+        let f = try dir.write("l.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/l") + long + Line.end(pid: 1, ts: 200))
+        let r = try read([f], chunkSize: 64, maxLine: 1000)
+        XCTAssertEqual(r.warnings, ["\(f):2: line longer than 1000 bytes; skipped"])
+        XCTAssertEqual(r.records.map(\.1), [1, 3])
+    }
+
+    func testDirectoryIsSearchedRecursivelyForNdjsonOnly() throws {
+        try dir.write("b.2.1.ndjson", Line.start(pid: 2, ts: 100, exe: "/bin/b"))
+        try dir.write("sub/deeper/a.3.1.ndjson", Line.start(pid: 3, ts: 100, exe: "/bin/a"))
+        try dir.write("notes.txt", "not a log\n")
+        let r = try read([dir.path])
+        XCTAssertEqual(r.warnings, [])
+        XCTAssertEqual(r.records.map(\.0), [dir.path + "/b.2.1.ndjson", dir.path + "/sub/deeper/a.3.1.ndjson"])
+    }
+
+    func testEmptyDirectoryIsAnError() throws {
+        XCTAssertThrowsError(try read([dir.path])) { error in
+            XCTAssertEqual(error as? LogReaderError, .noLogFiles(paths: [dir.path]))
+            XCTAssertEqual("\(error)", "no wedjat logs (*.ndjson) found in \(dir.path)")
+        }
+    }
+
+    func testFilesWithoutAnyGoodRecordAreAnError() throws {
+        let f = try dir.write("e.1.1.ndjson", "")
+        let g = try dir.write("g.1.1.ndjson", "nonsense\n")
+        var reader = LogReader()
+        XCTAssertThrowsError(try reader.read(paths: [f, g]) { _, _, _ in }) { error in
+            XCTAssertEqual(error as? LogReaderError, .noRecords(files: 2))
+        }
+        XCTAssertEqual(reader.warnings.map(\.description), ["\(g):1: invalid JSON; skipped"])
+    }
+
+    func testMissingPathIsAWarningNotACrash() throws {
+        let f = try dir.write("a.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/a"))
+        let r = try read([dir.path + "/nope", f])
+        XCTAssertEqual(r.warnings, ["\(dir.path)/nope: no such file or directory"])
+        XCTAssertEqual(r.records.count, 1)
+    }
+
+    func testLoadFailureCarriesWarnings() throws {
+        let g = try dir.write("g.1.1.ndjson", "{\n")
+        XCTAssertThrowsError(try RunAnalysis.load(paths: [g])) { error in
+            guard let failure = error as? LoadFailure else { return XCTFail("\(error)") }
+            XCTAssertEqual(failure.error, .noRecords(files: 1))
+            XCTAssertEqual(failure.warnings.map(\.description), ["\(g):1: invalid JSON; skipped"])
+        }
+    }
+
+    func testBooleansAreNotIntegers() throws {
+        let f = try dir.write("b.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/b")
+                              + #"{"type":"drops","ts":true,"pid":1}"# + "\n"
+                              + #"{"type":"drops","ts":150,"pid":1,"dropped_events":4.0,"dropped_records":0}"# + "\n")
+        let r = try read([f])
+        XCTAssertEqual(r.warnings, ["\(f):2: drops: field \"ts\" must be an integer; record skipped"])
+        guard case .drops(let d) = r.records.last?.2 else { return XCTFail("no drops record") }
+        XCTAssertEqual(d.droppedEvents, 4)
+    }
+}
+
+extension LogReaderTests {
+    func testWarningsPerFileAreCapped() throws {
+        let f = try dir.write("w.1.1.ndjson", Line.start(pid: 1, ts: 100, exe: "/bin/w")
+                              + String(repeating: "junk\n", count: 5) + Line.end(pid: 1, ts: 200))
+        var reader = LogReader(maxWarningsPerFile: 2)
+        var lines: [Int] = []
+        try reader.read(paths: [f]) { _, line, _ in lines.append(line) }
+        XCTAssertEqual(reader.warnings.map(\.description), [
+            "\(f):2: invalid JSON; skipped",
+            "\(f):3: invalid JSON; skipped",
+            "\(f): 3 more problems in this file not shown",
+        ])
+        XCTAssertEqual(lines, [1, 7])
+    }
+}

@@ -1,0 +1,80 @@
+import XCTest
+@testable import WedjatAnalysis
+
+final class StatsTests: XCTestCase {
+    func testPercentilesOfOneToHundredAreExact() {
+        var d = DurationStats()
+        for v in (1 ... 100).reversed() { d.record(Int64(v)) }
+        XCTAssertEqual(d.count, 100)
+        XCTAssertEqual(d.percentile(50), 50)
+        XCTAssertEqual(d.percentile(95), 95)
+        XCTAssertEqual(d.percentile(99), 99)
+        XCTAssertEqual(d.percentile(100), 100)
+        XCTAssertEqual(d.max, 100)
+    }
+
+    func testPercentilesOfSkewedLatencies() {
+        // 90 fast (1 ms), 9 slow (50 ms), 1 very slow (2 s).
+        var d = DurationStats()
+        for _ in 0 ..< 90 { d.record(1000) }
+        for _ in 0 ..< 9 { d.record(50000) }
+        d.record(2_000_000)
+        XCTAssertEqual(d.percentile(50), 1000)
+        // Above 2048 us the histogram keeps 3 significant digits.
+        XCTAssertEqual(Double(d.percentile(95)!), 50000, accuracy: 50)
+        XCTAssertEqual(Double(d.percentile(99)!), 50000, accuracy: 50)
+        XCTAssertEqual(d.percentile(99.9), 2_000_000)
+        XCTAssertEqual(d.max, 2_000_000)
+    }
+
+    func testEmptyHasNoPercentiles() {
+        let d = DurationStats()
+        XCTAssertNil(d.percentile(50))
+        XCTAssertNil(d.max)
+    }
+
+    func testPeerStatsCountsErrorsButKeepsThemOutOfLatency() {
+        var p = PeerStats(key: PeerKey(role: "client", address: "127.0.0.1:8080"))
+        for (i, d) in [10, 20, 30].enumerated() {
+            p.add(ConnectionRecord(ts: Int64(i), pid: 1, role: "client", peer: "127.0.0.1:8080",
+                                   durationUs: Int64(d), bytesIn: 100, bytesOut: 1))
+        }
+        p.add(ConnectionRecord(ts: 5, pid: 1, role: "client", peer: "127.0.0.1:8080", durationUs: 1, error: "ECONNREFUSED"))
+        p.add(ConnectionRecord(ts: 6, pid: 1, role: "client", peer: "127.0.0.1:8080", durationUs: 1, error: "ETIMEDOUT"))
+        p.add(ConnectionRecord(ts: 7, pid: 1, role: "client", peer: "127.0.0.1:8080", durationUs: 1, error: "ECONNREFUSED"))
+        XCTAssertEqual(p.count, 6)
+        XCTAssertEqual(p.bytesIn, 300)
+        XCTAssertEqual(p.errors, 3)
+        XCTAssertEqual(p.topErrors.map(\.name), ["ECONNREFUSED", "ETIMEDOUT"])
+        XCTAssertEqual(p.topErrors.map(\.count), [2, 1])
+        XCTAssertEqual(p.durations.count, 3)
+        XCTAssertEqual(p.durations.percentile(50), 20)
+        XCTAssertEqual(p.durations.percentile(99), 30)
+    }
+
+    func testPeerKeys() {
+        let client = ConnectionRecord(ts: 0, pid: 1, role: "client", local: "127.0.0.1:5000", peer: "10.1.1.1:80")
+        let server = ConnectionRecord(ts: 0, pid: 1, role: "server", local: "127.0.0.1:8080", peer: "127.0.0.1:5000")
+        XCTAssertEqual(PeerKey(client).label, "client → 10.1.1.1:80")
+        XCTAssertEqual(PeerKey(server).label, "server ← 127.0.0.1:8080")
+    }
+
+    func testDurationFallsBackToTimestamps() {
+        let c = ConnectionRecord(ts: 0, pid: 1, role: "client", openTs: 1000, closeTs: 1750)
+        XCTAssertEqual(c.effectiveDurationUs, 750)
+    }
+
+    func testFormatting() {
+        XCTAssertEqual(Format.ms(23456), "23.456")
+        XCTAssertEqual(Format.ms(5), "0.005")
+        XCTAssertEqual(Format.bytes(1023), "1023 B")
+        XCTAssertEqual(Format.bytes(1536), "1.5 KiB")
+        XCTAssertEqual(Format.bytes(5 * 1024 * 1024), "5.0 MiB")
+        XCTAssertEqual(Format.duration(850), "850 us")
+        XCTAssertEqual(Format.duration(157_000), "157.000 ms")
+        XCTAssertEqual(Format.duration(1_204_000), "1.204 s")
+        XCTAssertEqual(Format.duration(123_400_000), "2m03.4s")
+        XCTAssertEqual(Format.duration(3_723_000_000), "1h02m03s")
+        XCTAssertEqual(Format.timestamp(1_763_782_510_123_456), "2025-11-22 03:35:10.123")
+    }
+}
