@@ -10,6 +10,8 @@ echo "== building and installing wedjat into $prefix" >&2
 "$root/scripts/install.sh" --prefix "$prefix" >&2
 wedjat="$prefix/bin/wedjat"
 
+# The interpreter itself, not a version manager's shell shim (which would fill the report).
+py=$(python3 -c 'import sys; print(sys.executable)')
 work=$(mktemp -d)
 logs="$work/logs"
 mkdir -p "$work/site" "$logs"
@@ -19,7 +21,7 @@ echo "hello from wedjat's demo" > "$work/site/index.html"
 server_pid=""
 cleanup() {
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -INT "$server_pid" 2>/dev/null || true
+    kill -TERM "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
   fi
   rm -rf "$work"
@@ -28,7 +30,7 @@ trap cleanup EXIT
 
 echo "== starting a watched HTTP server on 127.0.0.1" >&2
 WEDJAT_DIR="$logs" LD_PRELOAD="$prefix/lib/libwedjat.so" \
-  python3 "$root/scripts/demo/server.py" "$work/site" > "$work/port" &
+ "$py" "$root/scripts/demo/server.py" "$work/site" > "$work/port" &
 server_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
 port=$(cat "$work/port")
@@ -39,7 +41,7 @@ for i in 1 2 3; do
   "$wedjat" run --dir "$logs" -- curl -s -o /dev/null -w "curl: %{http_code} %{size_download} bytes in %{time_total}s\n" "http://127.0.0.1:$port/blob.bin"
 done
 "$wedjat" run --dir "$logs" -- curl -s -o /dev/null -w "curl: %{http_code} after %{time_starttransfer}s\n" "http://127.0.0.1:$port/slow?ms=300"
-"$wedjat" run --dir "$logs" -- python3 -c "
+"$wedjat" run --dir "$logs" -- "$py" -c "
 import urllib.request
 for _ in range(5):
     body = urllib.request.urlopen('http://127.0.0.1:$port/index.html').read()
@@ -47,6 +49,6 @@ print('python: 5 requests,', len(body), 'bytes each')"
 # A refused connection: the report shows it as an error.
 "$wedjat" run --dir "$logs" -- curl -s -o /dev/null "http://127.0.0.1:1/" || echo "curl: refused (exit $?), as expected"
 
-kill -INT "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 echo "== report" >&2
 "$wedjat" report "$logs"

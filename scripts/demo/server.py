@@ -1,7 +1,8 @@
 """Loopback HTTP server for the demo: serves a directory, prints its port on stdout, and
-exits cleanly on SIGINT (so a watched server gets its process_end)."""
+exits cleanly on SIGTERM (so a watched server gets its process_end)."""
 import http.server
 import os
+import signal
 import sys
 import time
 
@@ -26,6 +27,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 def main():
     os.chdir(sys.argv[1])
+    # A background job of a script starts with SIGINT ignored: stop on SIGTERM instead.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(server.server_address[1], flush=True)
     try:
