@@ -128,6 +128,17 @@ static int open_log(wj_logfile *lf) {
             }
         }
         fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && !reopen && errno == EEXIST) {
+            // Created by an earlier attempt of ours that lost its fd before noting the file:
+            // take it if it is a regular file of ours (never someone else's, never a link).
+            fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+            struct stat st;
+            if (fd >= 0 && (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+                wj_sys_close(fd);
+                fd = -1;
+                errno = EEXIST;
+            }
+        }
         if (fd < 0 && reopen && errno == EEXIST) {
             // Our file was moved away and something else took its name: use a new name.
             char alt[WJ_PATH_MAX];
@@ -223,11 +234,12 @@ void wj_logfile_close(wj_logfile *lf) {
     pthread_mutex_unlock(&lf->lock);
 }
 
+// Always under the lock: besides the log fd, wedjat briefly holds other fds (while creating
+// the log, reading /proc, loading its agent) and does so under this lock too, so an app's
+// close_range/closefrom waits for those instead of closing them under wedjat's feet.
 int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi) {
-    int fd = atomic_load_explicit(&lf->fd, memory_order_relaxed);
-    if (fd < 0 || (unsigned)fd < lo || (unsigned)fd > hi) return 0;
     pthread_mutex_lock(&lf->lock);
-    fd = atomic_load(&lf->fd);
+    int fd = atomic_load(&lf->fd);
     int hit = fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi;
     if (hit) {
         // The app is about to close or replace this number: from now on it is the app's.
@@ -239,6 +251,10 @@ int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi) {
 }
 
 int wj_logfile_release_if(wj_logfile *lf, int fd) {
-    if (fd < 0) return 0;
+    // close() is frequent: only the log fd itself is worth the lock.
+    if (fd < 0 || fd != atomic_load_explicit(&lf->fd, memory_order_relaxed)) return 0;
     return wj_logfile_release_range(lf, (unsigned)fd, (unsigned)fd);
 }
+
+void wj_logfile_lock_fds(wj_logfile *lf) { pthread_mutex_lock(&lf->lock); }
+void wj_logfile_unlock_fds(wj_logfile *lf) { pthread_mutex_unlock(&lf->lock); }

@@ -5,6 +5,8 @@
 // runs allocator-heavy code itself (it may be a signal handler calling _exit).
 #include "internal.h"
 #include <dlfcn.h>
+#include <elf.h>
+#include <strings.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -113,17 +115,32 @@ static int ensure_agent_library(void) {
     return 1;
 }
 
+// dlopen opens (and closes) files: keep the app's close_range away meanwhile.
+static int ensure_agent_library_locked(void) {
+    if (agent_lib_state) return agent_lib_state > 0;
+    wj_logfile_lock_fds(&wj_proc.log);
+    int ok = ensure_agent_library();
+    wj_logfile_unlock_fds(&wj_proc.log);
+    return ok;
+}
+
 // Drain the ring and write everything that is ready. Called with agent_lock held.
 static void flush_locked(int final, int tid) {
     if (!start_written) {
         start_written = 1;
-        append(C_START, wj_format_process_start(line_buf, sizeof line_buf));
+        wj_logfile_lock_fds(&wj_proc.log);  // it reads /proc files
+        size_t len = wj_format_process_start(line_buf, sizeof line_buf);
+        wj_logfile_unlock_fds(&wj_proc.log);
+        append(C_START, len);
     }
     wj_event ev;
     while (wj_ring_pop(&wj_event_ring, &ev)) {
         if (ev.kind == WJ_EV_FORK) {
             append(C_FORK, wj_format_fork(line_buf, sizeof line_buf, &ev));
-        } else if (ensure_agent_library()) {
+        } else if (ensure_agent_library_locked()) {
+            // The aggregator writes on its own when its buffer fills: our lines (process_start
+            // first of all) must be in the file before.
+            write_out();
             agent_ops.handle(&ev);
         } else {
             events_without_agent++;
@@ -294,21 +311,54 @@ void wj_finish(int reason, int status, int has_status) {
     pthread_mutex_unlock(&agent_lock);
 }
 
-// Leaves this image's log path for the next image (same pid) to pick up as exec_from.
+// Will the new image load wedjat? Only then is a hint for it worth leaving: a hint nobody
+// reads would stay in the log directory.
+static int next_image_watched(const char *target, char *const envp[]) {
+    const char *preload = 0;
+    int disabled = 0;
+    for (char *const *e = envp; e && *e; e++) {
+        if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = *e + 11;
+        else if (strncmp(*e, "WEDJAT_DISABLE=", 15) == 0)
+            disabled = strcmp(*e + 15, "1") == 0 || strcasecmp(*e + 15, "true") == 0 ||
+                       strcasecmp(*e + 15, "yes") == 0 || strcasecmp(*e + 15, "on") == 0;
+    }
+    if (!preload || !strstr(preload, "libwedjat") || disabled) return 0;
+    if (!target || !strchr(target, '/')) return 1;  // found on PATH by exec*p: assume dynamic
+    unsigned char head[4096];
+    int fd = wj_sys_open(target, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 1;
+    long n = wj_sys_read(fd, head, sizeof head);
+    wj_sys_close(fd);
+    if (n >= 2 && head[0] == '#' && head[1] == '!') return 1;
+    if (n < (long)sizeof(Elf64_Ehdr) || memcmp(head, ELFMAG, SELFMAG) != 0 || head[EI_CLASS] != ELFCLASS64) return 1;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)head;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        uint64_t off = eh->e_phoff + (uint64_t)i * eh->e_phentsize;
+        if (off + sizeof(Elf64_Phdr) > (uint64_t)n) return 1;  // headers beyond what we read
+        if (((const Elf64_Phdr *)(head + off))->p_type == PT_INTERP) return 1;
+    }
+    return 0;  // static: LD_PRELOAD does not apply
+}
+
+// Leaves this image's log path (and its parent's) for the next image of this process to
+// pick up as exec_from; the process start time in it tells a stale hint from a live one.
 static void write_exec_hint(void) {
     int fd = wj_sys_open(wj_proc.exec_hint_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return;
     char buf[3 * WJ_PATH_MAX];
-    int n = snprintf(buf, sizeof buf, "%d\n%s\n%s\n", wj_proc.pid, wj_proc.log.path, wj_proc.parent_log);
+    int n = snprintf(buf, sizeof buf, "%d %llu\n%s\n%s\n", wj_proc.pid,
+                     (unsigned long long)wj_proc_start_ticks(), wj_proc.log.path, wj_proc.parent_log);
     if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
     wj_sys_close(fd);
 }
 
-void wj_before_exec(const char *target) {
+void wj_before_exec(const char *target, char *const envp[]) {
     snprintf(wj_proc.exec_target, sizeof wj_proc.exec_target, "%s", target ? target : "");
     wj_proc.end_reason = WJ_END_EXEC;
     wj_finish(WJ_END_EXEC, 0, 0);
-    write_exec_hint();
+    wj_logfile_lock_fds(&wj_proc.log);
+    if (next_image_watched(target, envp)) write_exec_hint();
+    wj_logfile_unlock_fds(&wj_proc.log);
 }
 
 void wj_after_failed_exec(void) {

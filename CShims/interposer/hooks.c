@@ -12,6 +12,8 @@
 
 #define WJ_EXPORT __attribute__((visibility("default")))
 
+extern char **environ;
+
 // ---------------------------------------------------------------- byte counting
 
 static inline void count_io(int fd, int dir, uint64_t n) {
@@ -21,11 +23,11 @@ static inline void count_io(int fd, int dir, uint64_t n) {
 }
 
 #define WJ_HOOK(ret, name, params, args)
-#define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir) \
-    WJ_EXPORT ret name params {                        \
-        ret r = WJ_REAL(name) args;                    \
-        if (r > 0) count_io(fdexpr, dir, (uint64_t)r); \
-        return r;                                      \
+#define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir, counted) \
+    WJ_EXPORT ret name params {                                   \
+        ret r = WJ_REAL(name) args;                               \
+        if (r > 0 && (counted)) count_io(fdexpr, dir, (uint64_t)r); \
+        return r;                                                 \
     }
 #include "hooks.def"
 #undef WJ_HOOK
@@ -33,7 +35,18 @@ static inline void count_io(int fd, int dir, uint64_t n) {
 
 WJ_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, struct timespec *timeout) {
     int r = WJ_REAL(recvmmsg)(fd, vec, n, flags, timeout);
-    for (int i = 0; i < r; i++) count_io(fd, WJ_IN, vec[i].msg_len);
+    if (!(flags & MSG_PEEK))
+        for (int i = 0; i < r; i++) count_io(fd, WJ_IN, vec[i].msg_len);
+    return r;
+}
+
+// splice moves bytes between a pipe and a socket (either side may be the socket).
+WJ_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len, unsigned int flags) {
+    ssize_t r = WJ_REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
+    if (r > 0) {
+        count_io(fd_in, WJ_IN, (uint64_t)r);
+        count_io(fd_out, WJ_OUT, (uint64_t)r);
+    }
     return r;
 }
 
@@ -90,6 +103,8 @@ static int is_nonblocking(int fd) {
 static uint64_t track(int fd, int role, uint64_t t_open) {
     wj_fd_entry *e = wj_fd_slot(fd);
     if (!e) return 0;
+    wj_event gone;  // the number's previous socket was closed where no hook saw it
+    if (e->generation == wj_fd_generation && wj_take_close(fd, e, t_open, &gone)) wj_push(&gone);
     uint64_t id = wj_next_conn_id();
     e->generation = wj_fd_generation;
     e->role = (uint32_t)role;
@@ -125,6 +140,13 @@ static int connect_error(int r, int err) {
 WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     if (!is_inet(addr) || !wj_enter()) return WJ_REAL(connect)(fd, addr, len);
     wj_fd_entry *known = wj_fd_tracked(fd);
+    if (known && !atomic_load(&known->connecting)) {
+        // A connected socket cannot connect again: this fd is a new socket whose old one was
+        // closed where no hook saw it (fclose of an fdopen'ed socket, a raw syscall).
+        wj_event gone;
+        if (wj_take_close(fd, known, wj_now_ns(), &gone)) wj_push(&gone);
+        known = 0;
+    }
     if (known || !is_tcp_socket(fd)) {
         // A repeated connect on a pending non-blocking socket checks completion.
         int r = WJ_REAL(connect)(fd, addr, len);
@@ -237,14 +259,17 @@ WJ_EXPORT int close(int fd) {
     wj_fd_entry *e = wj_fd_tracked(fd);
     wj_logfile_release_if(&wj_proc.log, fd);
     if (WJ_LIKELY(!e)) return WJ_REAL(close)(fd);
-    uint64_t now = wj_now_ns();
+    wj_event ev;
+    int ended = wj_take_close(fd, e, wj_now_ns(), &ev);
     int r = WJ_REAL(close)(fd);
-    int err = errno;
-    if (wj_enter()) {
-        wj_emit_close(fd, e, now);
-        wj_leave();
+    if (ended) {
+        int err = errno;
+        if (wj_enter()) {
+            wj_push(&ev);
+            wj_leave();
+        }
+        errno = err;
     }
-    errno = err;
     return r;
 }
 
@@ -257,8 +282,9 @@ static void replacing(int oldfd, int newfd) {
     int err = errno;
     if (syscall(SYS_fcntl, oldfd, F_GETFD) >= 0) {
         wj_logfile_release_if(&wj_proc.log, newfd);
-        if (e && wj_enter()) {
-            wj_emit_close(newfd, e, wj_now_ns());
+        wj_event ev;
+        if (e && wj_take_close(newfd, e, wj_now_ns(), &ev) && wj_enter()) {
+            wj_push(&ev);
             wj_leave();
         }
     }
@@ -382,10 +408,10 @@ WJ_EXPORT void abort(void) {
 }
 
 // exec: the image ends here (flush, process_end "exec"); if exec fails we carry on.
-#define WJ_EXEC(target, call)                  \
+#define WJ_EXEC(target, envp, call)            \
     do {                                       \
         int inside = wj_enter();               \
-        if (inside) wj_before_exec(target);    \
+        if (inside) wj_before_exec(target, envp); \
         int r = call;                          \
         int err = errno;                       \
         if (inside) {                          \
@@ -397,18 +423,18 @@ WJ_EXPORT void abort(void) {
     } while (0)
 
 WJ_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    WJ_EXEC(path, WJ_REAL(execve)(path, argv, envp));
+    WJ_EXEC(path, envp, WJ_REAL(execve)(path, argv, envp));
 }
 WJ_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags) {
-    WJ_EXEC(path, WJ_REAL(execveat)(dirfd, path, argv, envp, flags));
+    WJ_EXEC(path, envp, WJ_REAL(execveat)(dirfd, path, argv, envp, flags));
 }
 WJ_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-    WJ_EXEC(argv[0] ? argv[0] : "", WJ_REAL(fexecve)(fd, argv, envp));
+    WJ_EXEC(argv[0] ? argv[0] : "", envp, WJ_REAL(fexecve)(fd, argv, envp));
 }
-WJ_EXPORT int execv(const char *path, char *const argv[]) { WJ_EXEC(path, WJ_REAL(execv)(path, argv)); }
-WJ_EXPORT int execvp(const char *file, char *const argv[]) { WJ_EXEC(file, WJ_REAL(execvp)(file, argv)); }
+WJ_EXPORT int execv(const char *path, char *const argv[]) { WJ_EXEC(path, environ, WJ_REAL(execv)(path, argv)); }
+WJ_EXPORT int execvp(const char *file, char *const argv[]) { WJ_EXEC(file, environ, WJ_REAL(execvp)(file, argv)); }
 WJ_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    WJ_EXEC(file, WJ_REAL(execvpe)(file, argv, envp));
+    WJ_EXEC(file, envp, WJ_REAL(execvpe)(file, argv, envp));
 }
 
 // The execl family is variadic: collect the arguments on the stack (no allocation) and go

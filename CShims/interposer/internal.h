@@ -20,14 +20,14 @@ enum { WJ_IN = 0, WJ_OUT = 1 };
 
 // ---- real functions: one typedef and one lazily resolved slot per table entry
 #define WJ_HOOK(ret, name, params, args) typedef ret (*wj_fn_##name) params;
-#define WJ_IO_HOOK(ret, name, params, args, fd, dir) typedef ret (*wj_fn_##name) params;
+#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted) typedef ret (*wj_fn_##name) params;
 #include "hooks.def"
 #undef WJ_HOOK
 #undef WJ_IO_HOOK
 
 typedef struct wj_real_table {
 #define WJ_HOOK(ret, name, params, args) wj_fn_##name name;
-#define WJ_IO_HOOK(ret, name, params, args, fd, dir) wj_fn_##name name;
+#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted) wj_fn_##name name;
 #include "hooks.def"
 #undef WJ_HOOK
 #undef WJ_IO_HOOK
@@ -45,7 +45,7 @@ WJ_HIDDEN void *wj_resolve(const char *name);
         return f;                                                   \
     }
 #define WJ_HOOK(ret, name, params, args) WJ_RESOLVER(name)
-#define WJ_IO_HOOK(ret, name, params, args, fd, dir) WJ_RESOLVER(name)
+#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted) WJ_RESOLVER(name)
 #include "hooks.def"
 #undef WJ_HOOK
 #undef WJ_IO_HOOK
@@ -95,12 +95,13 @@ WJ_HIDDEN void wj_leave(void);
 
 WJ_HIDDEN void wj_push(wj_event *ev);          // fills tid; drops and counts when full
 WJ_HIDDEN void wj_agent_ensure_started(void);
-WJ_HIDDEN void wj_emit_close(int fd, wj_fd_entry *e, uint64_t now);
+WJ_HIDDEN int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev);
 WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
 
 // Exit and exec paths (agent.c).
 WJ_HIDDEN void wj_finish(int reason, int status, int has_status);
-WJ_HIDDEN void wj_before_exec(const char *target);
+WJ_HIDDEN void wj_before_exec(const char *target, char *const envp[]);
+WJ_HIDDEN uint64_t wj_proc_start_ticks(void);  // /proc/self/stat field 22, read once
 WJ_HIDDEN void wj_after_failed_exec(void);
 WJ_HIDDEN void wj_main_entered(void);
 WJ_HIDDEN void wj_set_exit_status(int status);

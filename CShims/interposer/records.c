@@ -77,7 +77,7 @@ static void cpu_model(char *out, size_t cap) {
 }
 
 // Field 22 of /proc/self/stat (start time in clock ticks since boot); shared by an exec chain.
-static int start_ticks(unsigned long long *ticks) {
+static int read_start_ticks(unsigned long long *ticks) {
     char stat[1024];
     if (wj_read_file("/proc/self/stat", stat, sizeof stat) <= 0) return 0;
     char *p = strrchr(stat, ')');
@@ -89,6 +89,19 @@ static int start_ticks(unsigned long long *ticks) {
     return 1;
 }
 
+static unsigned long long cached_ticks;
+static pid_t cached_ticks_pid;
+
+uint64_t wj_proc_start_ticks(void) {
+    if (cached_ticks_pid != wj_proc.pid) {
+        unsigned long long t = 0;
+        if (!read_start_ticks(&t)) return 0;
+        cached_ticks = t;
+        cached_ticks_pid = wj_proc.pid;
+    }
+    return cached_ticks;
+}
+
 // The exec'ing image (same pid) left its log path and its parent's.
 static void read_exec_hint(char *from, char *parent) {
     char buf[3 * WJ_PATH_MAX];
@@ -96,7 +109,12 @@ static void read_exec_hint(char *from, char *parent) {
     if (wj_read_file(wj_proc.exec_hint_path, buf, sizeof buf) <= 0) return;
     syscall(SYS_unlinkat, AT_FDCWD, wj_proc.exec_hint_path, 0);
     char *line2 = strchr(buf, '\n');
-    if (!line2 || atoi(buf) != wj_proc.pid) return;
+    char *space = strchr(buf, ' ');
+    // Same pid and same process start time: written by this very process's previous image
+    // (a stale hint of an earlier process that had this pid has another start time).
+    if (!line2 || !space || space > line2 || atoi(buf) != wj_proc.pid ||
+        strtoull(space + 1, 0, 10) != wj_proc_start_ticks())
+        return;
     line2++;
     char *line3 = strchr(line2, '\n');
     if (!line3) return;
@@ -170,8 +188,8 @@ size_t wj_format_process_start(char *buf, size_t cap) {
     struct sysinfo si;
     if (syscall(SYS_sysinfo, &si) == 0) wj_json_uint(&j, "mem_total_bytes", (uint64_t)si.totalram * si.mem_unit);
 
-    unsigned long long ticks;
-    if (start_ticks(&ticks)) {
+    unsigned long long ticks = wj_proc_start_ticks();
+    if (ticks) {
         // Boot time in wall-clock terms = realtime - boottime, both read now.
         struct timespec rt, bt;
         clock_gettime(CLOCK_REALTIME, &rt);

@@ -106,19 +106,21 @@ void wj_push(wj_event *ev) {
     wj_ring_push(&wj_event_ring, ev);
 }
 
-void wj_emit_close(int fd, wj_fd_entry *e, uint64_t now) {
-    wj_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = WJ_EV_CONN_CLOSE;
-    ev.fd = fd;
-    ev.role = (uint8_t)e->role;
-    ev.conn_id = atomic_exchange(&e->conn_id, 0);
-    if (!ev.conn_id) return;  // another thread closed it first
-    ev.t_start = e->t_open;
-    ev.t_end = now;
-    ev.bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
-    ev.bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
-    wj_push(&ev);
+// Ends fd's connection in the table *before* the real close, so that a socket another thread
+// gets with the same number right after is never mistaken for this one. Returns 1 with the
+// close event in *ev (to push after the real call) if this call ended it.
+int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev) {
+    memset(ev, 0, sizeof *ev);
+    ev->conn_id = atomic_exchange(&e->conn_id, 0);
+    if (!ev->conn_id) return 0;  // another thread ended it first
+    ev->kind = WJ_EV_CONN_CLOSE;
+    ev->fd = fd;
+    ev->role = (uint8_t)e->role;
+    ev->t_start = e->t_open;
+    ev->t_end = now;
+    ev->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
+    ev->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    return 1;
 }
 
 void wj_close_tracked_range(unsigned lo, unsigned hi) {
@@ -132,7 +134,9 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
             unsigned fd = (c << WJ_FD_CHUNK_BITS) | i;
             if (fd < lo || fd > hi) continue;
             wj_fd_entry *e = &chunk[i];
-            if (atomic_load(&e->conn_id) && e->generation == wj_fd_generation) wj_emit_close((int)fd, e, now);
+            wj_event ev;
+            if (atomic_load(&e->conn_id) && e->generation == wj_fd_generation && wj_take_close((int)fd, e, now, &ev))
+                wj_push(&ev);
         }
     }
 }

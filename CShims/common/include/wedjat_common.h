@@ -149,6 +149,11 @@ void wj_logfile_reset_for_child(wj_logfile *lf, const char *path);
 int wj_logfile_release_if(wj_logfile *lf, int fd);
 // Same for a range [lo, hi] (close_range/closefrom).
 int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi);
+// Held around any moment wedjat has an fd of its own open besides the log (reading /proc,
+// loading the agent), so that the app's close_range/closefrom cannot close it meanwhile.
+// Never call wj_logfile_write while holding it.
+void wj_logfile_lock_fds(wj_logfile *lf);
+void wj_logfile_unlock_fds(wj_logfile *lf);
 // Create dir (0700) if missing and check it is a directory we own and others cannot write.
 int wj_ensure_dir(const char *dir, char *why, size_t why_len);
 

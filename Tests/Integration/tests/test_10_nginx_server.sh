@@ -1,0 +1,86 @@
+# nginx (master + 1 worker) under the preload serves 200 requests, one connection each:
+# the worker's log has exactly 200 server connections on the listening port, with the exact
+# bytes curl saw, and nothing was dropped.
+. "$WJ_LIB/common.sh"
+command -v nginx >/dev/null || skip "nginx is not installed"
+
+port=$(free_port)
+mkdir -p www tmp
+head -c 20000 /dev/urandom > www/f.bin
+user_line=""
+[ "$(id -u)" = 0 ] && user_line="user root root;"   # workers must be able to write the log dir
+cat > nginx.conf <<CONF
+$user_line
+worker_processes 1;
+daemon off;
+master_process on;
+pid $TEST_TMP/nginx.pid;
+error_log $TEST_TMP/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $TEST_TMP/tmp/body;
+    proxy_temp_path $TEST_TMP/tmp/proxy;
+    fastcgi_temp_path $TEST_TMP/tmp/fastcgi;
+    uwsgi_temp_path $TEST_TMP/tmp/uwsgi;
+    scgi_temp_path $TEST_TMP/tmp/scgi;
+    keepalive_timeout 0;
+    sendfile on;
+    server {
+        listen 127.0.0.1:$port;
+        root $TEST_TMP/www;
+    }
+}
+CONF
+wj_bg nginx logs nginx -p "$TEST_TMP" -e "$TEST_TMP/error.log" -c "$TEST_TMP/nginx.conf"
+master=$BG_PID
+# nginx writes its pid file after it has opened the listening socket: no probe connection.
+for i in $(seq 1 200); do
+    [ -s nginx.pid ] && break
+    kill -0 "$master" 2>/dev/null || fail "nginx exited: $(cat nginx.out error.log 2>/dev/null | tail -5)"
+    sleep 0.05
+done
+[ -s nginx.pid ] || fail "nginx did not start in 10 s"
+[ "$(cat nginx.pid)" = "$master" ] || fail "nginx.pid $(cat nginx.pid) is not the process started ($master)"
+# 200 requests, one connection each (no keep-alive), by a plain (unwatched) curl.
+timeout 60 curl -s -H 'Connection: close' -o /dev/null -w '%{num_connects} %{size_request} %{size_header} %{size_download} %{http_code}\n' \
+    "http://127.0.0.1:$port/f.bin?[1-200]" > curl.txt || fail "curl failed"
+[ "$(wc -l < curl.txt)" = 200 ] || fail "curl made $(wc -l < curl.txt) requests"
+awk '$1 != 1 || $5 != 200 { bad = 1 } END { exit bad }' curl.txt || fail "not 200 separate connections with status 200: $(sort curl.txt | uniq -c | head -3)"
+bg_stop "$master" QUIT       # graceful: the worker finishes and exits normally
+[ -s nginx.pid ] && fail "nginx did not remove its pid file (not a clean shutdown)"
+
+pylogs logs "$port" curl.txt <<'PY'
+d, port = sys.argv[1], int(sys.argv[2])
+reqs = [list(map(int, l.split()[:4])) for l in open(sys.argv[3])]
+logs = load_dir(d)
+ngx = by_exe(logs, "nginx")
+expect_eq(len(ngx), len(logs), "all logs are nginx's")
+workers = [l for l in ngx if l.records("connection")]
+worker = one(workers, "nginx log with connections (the worker)")
+master = [l for l in ngx if l is not worker]
+expect(worker.start["parent_log"] is not None and by_path(logs, worker.start["parent_log"]) is not None,
+       "worker's parent_log is the master's log")
+conns = worker.records("connection")
+expect_eq(len(conns), 200, "server connections in the worker")
+for c in conns:
+    expect_eq((c["role"], c["local"]), ("server", f"127.0.0.1:{port}"), "role, local")
+    expect_eq(c["error"], None, "error")
+    expect_eq(c["open_at_exit"], False, "open_at_exit")
+expect_eq(len({c["peer"] for c in conns}), 200, "distinct client addresses")
+# bytes the worker read = curl's request, bytes sent (sendfile) = response
+last = conns
+want = sorted((r[1], r[2] + r[3]) for r in reqs)
+got = sorted((c["bytes_in"], c["bytes_out"]) for c in last)
+expect_eq(got, want, "(bytes_in, bytes_out) per connection vs curl's (size_request, size_header+size_download)")
+expect(all(c["bytes_out"] > 20000 for c in last), "responses smaller than the file")
+end = worker.end
+expect(end is not None, "worker has no process_end")
+expect_eq(end["reason"], "exit", "worker reason")
+expect_eq(end["dropped_events"], 0, "worker dropped_events")
+expect_eq(end["dropped_records"], 0, "worker dropped_records")
+expect_eq(worker.records("drops"), [], "drops records")
+for m in master:
+    expect_eq(m.records("connection"), [], "connections in the master")
+print(f"ok: worker pid {worker.pid}, {len(conns)} connections, masters {[m.pid for m in master]}")
+PY
