@@ -1,29 +1,40 @@
-// Bounded MPSC event ring. See wedjat_common.h for the zero-initialised "lap" encoding:
-// slot i at ring position pos is free when lap == pos & ~mask, holds an event when
+// Bounded MPSC ring of fixed-size events. See wedjat_common.h for the zero-initialised "lap"
+// encoding: slot i at ring position pos is free when lap == pos & ~mask, holds an event when
 // lap == (pos & ~mask) + 1, and is released for the next lap with (pos & ~mask) + capacity.
 #include "wedjat_common.h"
 #include <stdlib.h>
+#include <string.h>
 
-void wj_ring_init(wj_ring *r, wj_slot *slots, uint64_t capacity) {
+static inline _Atomic uint64_t *slot_lap(const wj_ring *r, uint64_t pos) {
+    return (_Atomic uint64_t *)(r->slots + (pos & r->mask) * r->stride);
+}
+
+static inline void *slot_event(const wj_ring *r, uint64_t pos) {
+    return r->slots + (pos & r->mask) * r->stride + 8;
+}
+
+void wj_ring_init(wj_ring *r, void *slots, uint64_t capacity, uint64_t slot_size) {
     atomic_store(&r->enq, 0);
     atomic_store(&r->deq, 0);
     atomic_store(&r->dropped, 0);
     r->slots = slots;
     r->mask = capacity - 1;
+    r->slot_size = slot_size;
+    r->stride = WJ_RING_STRIDE(slot_size);
 }
 
-int wj_ring_push(wj_ring *r, const wj_event *ev) {
+int wj_ring_push(wj_ring *r, const void *ev) {
     uint64_t pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
     for (;;) {
-        wj_slot *s = &r->slots[pos & r->mask];
+        _Atomic uint64_t *lapp = slot_lap(r, pos);
         uint64_t want = pos & ~r->mask;
-        uint64_t lap = atomic_load_explicit(&s->lap, memory_order_acquire);
+        uint64_t lap = atomic_load_explicit(lapp, memory_order_acquire);
         int64_t diff = (int64_t)(lap - want);
         if (diff == 0) {
             if (atomic_compare_exchange_weak_explicit(&r->enq, &pos, pos + 1,
                                                       memory_order_relaxed, memory_order_relaxed)) {
-                s->ev = *ev;
-                atomic_store_explicit(&s->lap, want + 1, memory_order_release);
+                memcpy(slot_event(r, pos), ev, r->slot_size);
+                atomic_store_explicit(lapp, want + 1, memory_order_release);
                 return 1;
             }
         } else if (diff < 0) {
@@ -36,13 +47,13 @@ int wj_ring_push(wj_ring *r, const wj_event *ev) {
     }
 }
 
-int wj_ring_pop(wj_ring *r, wj_event *out) {
+int wj_ring_pop(wj_ring *r, void *out) {
     uint64_t pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
-    wj_slot *s = &r->slots[pos & r->mask];
+    _Atomic uint64_t *lapp = slot_lap(r, pos);
     uint64_t base = pos & ~r->mask;
-    if (atomic_load_explicit(&s->lap, memory_order_acquire) != base + 1) return 0;
-    *out = s->ev;
-    atomic_store_explicit(&s->lap, base + r->mask + 1, memory_order_release);
+    if (atomic_load_explicit(lapp, memory_order_acquire) != base + 1) return 0;
+    memcpy(out, slot_event(r, pos), r->slot_size);
+    atomic_store_explicit(lapp, base + r->mask + 1, memory_order_release);
     atomic_store_explicit(&r->deq, pos + 1, memory_order_relaxed);
     return 1;
 }
@@ -53,19 +64,17 @@ uint64_t wj_ring_dropped(const wj_ring *r) {
 
 void wj_ring_discard_pending(wj_ring *r) {
     uint64_t end = atomic_load(&r->enq);
-    for (uint64_t pos = atomic_load(&r->deq); pos != end; pos++) {
-        wj_slot *s = &r->slots[pos & r->mask];
-        atomic_store(&s->lap, (pos & ~r->mask) + r->mask + 1);
-    }
+    for (uint64_t pos = atomic_load(&r->deq); pos != end; pos++)
+        atomic_store(slot_lap(r, pos), (pos & ~r->mask) + r->mask + 1);
     atomic_store(&r->deq, end);
     atomic_store(&r->dropped, 0);
 }
 
-wj_ring *wj_ring_create(uint64_t capacity) {
+wj_ring *wj_ring_create(uint64_t capacity, uint64_t slot_size) {
     wj_ring *r = aligned_alloc(64, sizeof *r);
-    wj_slot *slots = calloc(capacity, sizeof *slots);
+    void *slots = calloc(capacity, WJ_RING_STRIDE(slot_size));
     if (!r || !slots) { free(r); free(slots); return 0; }
-    wj_ring_init(r, slots, capacity);
+    wj_ring_init(r, slots, capacity, slot_size);
     return r;
 }
 

@@ -106,7 +106,7 @@ static int ensure_agent_library(void) {
     agent_api.size = sizeof agent_api;
     agent_api.proc = &wj_proc;
     agent_api.errno_name = wj_errno_name;
-    agent_api.conn_counters = wj_conn_counters;
+    agent_api.conn_snapshot = wj_conn_snapshot;
     if (!init || init(&agent_api, &agent_ops) != 0) {
         snprintf(agent_error, sizeof agent_error, "%.200s does not match this libwedjat.so", path);
         return 0;
@@ -124,7 +124,11 @@ static int ensure_agent_library_locked(void) {
     return ok;
 }
 
-// Drain the ring and write everything that is ready. Called with agent_lock held.
+static uint64_t event_time(const wj_event *ev) {
+    return ev->kind == WJ_EV_CONN_CLOSE ? ev->t_end : ev->t_start;
+}
+
+// Drain the rings and write everything that is ready. Called with agent_lock held.
 static void flush_locked(int final, int tid) {
     if (!start_written) {
         start_written = 1;
@@ -133,8 +137,23 @@ static void flush_locked(int final, int tid) {
         wj_logfile_unlock_fds(&wj_proc.log);
         append(C_START, len);
     }
+    // Both rings, merged in time order: a connection names the host its address was resolved
+    // from just before, so a lookup must be seen before the connect that followed it.
     wj_event ev;
-    while (wj_ring_pop(&wj_event_ring, &ev)) {
+    wj_dns_event dns;
+    int have_ev = wj_ring_pop(&wj_event_ring, &ev);
+    int have_dns = wj_ring_pop(&wj_dns_ring, &dns);
+    while (have_ev || have_dns) {
+        if (have_dns && (!have_ev || dns.t_end <= event_time(&ev))) {
+            if (ensure_agent_library_locked()) {
+                write_out();
+                agent_ops.handle_dns(&dns);
+            } else {
+                events_without_agent++;
+            }
+            have_dns = wj_ring_pop(&wj_dns_ring, &dns);
+            continue;
+        }
         if (ev.kind == WJ_EV_FORK) {
             append(C_FORK, wj_format_fork(line_buf, sizeof line_buf, &ev));
         } else if (ensure_agent_library_locked()) {
@@ -145,6 +164,7 @@ static void flush_locked(int final, int tid) {
         } else {
             events_without_agent++;
         }
+        have_ev = wj_ring_pop(&wj_event_ring, &ev);
     }
     if (agent_lib_state < 0 && !agent_error_reported) {
         agent_error_reported = 1;
@@ -157,7 +177,7 @@ static void flush_locked(int final, int tid) {
     }
 
     uint64_t agent_dropped = agent_lib_state > 0 ? agent_ops.dropped_records() : 0;
-    uint64_t drop_events = wj_ring_dropped(&wj_event_ring) + events_without_agent;
+    uint64_t drop_events = wj_ring_dropped(&wj_event_ring) + wj_ring_dropped(&wj_dns_ring) + events_without_agent;
     uint64_t drop_records = c_dropped_records + agent_dropped;
     if (drop_events > reported_drop_events || drop_records > reported_drop_records) {
         reported_drop_events = drop_events;

@@ -20,6 +20,15 @@ static inline void count_io(int fd, int dir, uint64_t n) {
     wj_fd_entry *e = wj_fd_tracked(fd);
     if (WJ_LIKELY(e == 0)) return;
     atomic_fetch_add_explicit(dir == WJ_IN ? &e->bytes_in : &e->bytes_out, n, memory_order_relaxed);
+    uint64_t now = wj_now_ns();
+    if (dir == WJ_IN) { if (!e->t_first_in) e->t_first_in = now; }
+    else if (!e->t_first_out) e->t_first_out = now;
+    e->t_last_io = now;
+    // Data moved: a pending non-blocking connect has completed by now at the latest.
+    if (WJ_UNLIKELY(atomic_load_explicit(&e->connecting, memory_order_relaxed))) {
+        atomic_store_explicit(&e->connecting, 0, memory_order_relaxed);
+        if (!e->t_connected) e->t_connected = now;
+    }
 }
 
 #define WJ_HOOK(ret, name, params, args)
@@ -82,10 +91,6 @@ static void sock_name(int fd, wj_addr *out, int peer) {
     if (syscall(peer ? SYS_getpeername : SYS_getsockname, fd, &ss, &len) == 0) to_wj_addr(out, (struct sockaddr *)&ss);
 }
 
-static int is_inet(const struct sockaddr *sa) {
-    return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
-}
-
 static int is_tcp_socket(int fd) {
     int type = 0, proto = 0;
     socklen_t len = sizeof type;
@@ -112,8 +117,13 @@ static uint64_t track(int fd, int role, uint64_t t_open) {
     atomic_store_explicit(&e->bytes_in, 0, memory_order_relaxed);
     atomic_store_explicit(&e->bytes_out, 0, memory_order_relaxed);
     atomic_store_explicit(&e->connecting, 0, memory_order_relaxed);
+    e->t_connected = e->t_first_out = e->t_first_in = e->t_last_io = 0;
     atomic_store_explicit(&e->conn_id, id, memory_order_release);
     return id;
+}
+
+static void mark_connected(wj_fd_entry *e, uint64_t now) {
+    if (atomic_exchange(&e->connecting, 0) && !e->t_connected) e->t_connected = now;
 }
 
 // The connection ends here with `err` (a connect that failed after all).
@@ -137,50 +147,54 @@ static int connect_error(int r, int err) {
     return err;
 }
 
+// The kernel copies all `len` bytes of a connect() address before anything else, so they are
+// readable once it took the call without EFAULT. Before that, or past a short `len`, wedjat
+// never reads the app's memory.
+static int inet_addr_usable(const struct sockaddr *addr, socklen_t len, int r, int err) {
+    if (!addr || (r < 0 && err == EFAULT) || len < sizeof(sa_family_t) || len > sizeof(struct sockaddr_storage)) return 0;
+    if (addr->sa_family == AF_INET) return len >= sizeof(struct sockaddr_in);
+    if (addr->sa_family == AF_INET6) return len >= sizeof(struct sockaddr_in6);
+    return 0;
+}
+
 WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
-    if (!is_inet(addr) || !wj_enter()) return WJ_REAL(connect)(fd, addr, len);
+    if (!wj_enter()) return WJ_REAL(connect)(fd, addr, len);
     wj_fd_entry *known = wj_fd_tracked(fd);
-    if (known && !atomic_load(&known->connecting)) {
-        // A connected socket cannot connect again: this fd is a new socket whose old one was
-        // closed where no hook saw it (fclose of an fdopen'ed socket, a raw syscall).
-        wj_event gone;
-        if (wj_take_close(fd, known, wj_now_ns(), &gone)) wj_push(&gone);
-        known = 0;
-    }
-    if (known || !is_tcp_socket(fd)) {
-        // A repeated connect on a pending non-blocking socket checks completion.
-        int r = WJ_REAL(connect)(fd, addr, len);
-        int err = errno;
-        if (known && connect_error(r, err)) connect_failed(fd, known, err);
-        else if (known && (r == 0 || err == EISCONN)) atomic_store(&known->connecting, 0);
-        wj_leave();
-        errno = err;
-        return r;
-    }
-    wj_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = WJ_EV_CONN_OPEN;
-    ev.role = WJ_ROLE_CLIENT;
-    ev.transport = WJ_TRANSPORT_TCP;
-    ev.fd = fd;
-    ev.a = is_nonblocking(fd) ? WJ_OPEN_NONBLOCKING : 0;
-    to_wj_addr(&ev.peer, addr);
-    ev.t_start = wj_now_ns();
+    // A repeated connect on a pending non-blocking socket checks completion.
+    int pending = known && atomic_load(&known->connecting);
+    int nonblocking = !pending && is_nonblocking(fd);
+    uint64_t t_start = wj_now_ns();
     int r = WJ_REAL(connect)(fd, addr, len);
     int err = errno;
-    ev.t_end = wj_now_ns();
-    ev.err = connect_error(r, err);
-    if (!ev.err) {
-        sock_name(fd, &ev.local, 0);
-        ev.conn_id = track(fd, WJ_ROLE_CLIENT, ev.t_start);
-        wj_fd_entry *e = r != 0 ? wj_fd_tracked(fd) : 0;
-        if (e) atomic_store(&e->connecting, 1);
-    } else {
-        ev.conn_id = wj_next_conn_id();
-    }
-    if (ev.conn_id) {
-        wj_push(&ev);
-        wj_agent_ensure_started();
+    uint64_t t_end = wj_now_ns();
+    if (pending) {
+        if (connect_error(r, err)) connect_failed(fd, known, err);
+        else if (r == 0 || err == EISCONN) mark_connected(known, t_end);
+    } else if (inet_addr_usable(addr, len, r, err) && is_tcp_socket(fd)) {
+        wj_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = WJ_EV_CONN_OPEN;
+        ev.role = WJ_ROLE_CLIENT;
+        ev.transport = WJ_TRANSPORT_TCP;
+        ev.fd = fd;
+        ev.a = nonblocking ? WJ_OPEN_NONBLOCKING : 0;
+        to_wj_addr(&ev.peer, addr);
+        ev.t_start = t_start;
+        ev.t_end = t_end;
+        ev.err = connect_error(r, err);
+        if (!ev.err) {
+            sock_name(fd, &ev.local, 0);
+            ev.conn_id = track(fd, WJ_ROLE_CLIENT, t_start);  // ends a stale entry first
+            wj_fd_entry *e = wj_fd_tracked(fd);
+            if (e && r != 0) atomic_store(&e->connecting, 1);
+            else if (e) e->t_connected = t_end;
+        } else {
+            ev.conn_id = wj_next_conn_id();
+        }
+        if (ev.conn_id) {
+            wj_push(&ev);
+            wj_agent_ensure_started();
+        }
     }
     wj_leave();
     errno = err;
@@ -202,13 +216,14 @@ WJ_EXPORT int listen(int fd, int backlog) {
     return r;
 }
 
-static int accepted(int r, struct sockaddr *addr, socklen_t *len) {
+// The peer comes from getpeername, never from the app's buffer: that may be shorter than
+// the address (the kernel truncates it) or absent.
+static int accepted(int r) {
     if (r < 0 || !wj_enter()) return r;
     int err = errno;
     wj_event ev;
     memset(&ev, 0, sizeof ev);
-    if (addr && len && *len >= sizeof(sa_family_t) && is_inet(addr)) to_wj_addr(&ev.peer, addr);
-    else sock_name(r, &ev.peer, 1);
+    sock_name(r, &ev.peer, 1);
     if (ev.peer.family == AF_INET || ev.peer.family == AF_INET6) {
         // An inet socket from accept() is TCP (SCTP one-to-one sockets are not told apart).
         ev.kind = WJ_EV_CONN_OPEN;
@@ -218,6 +233,8 @@ static int accepted(int r, struct sockaddr *addr, socklen_t *len) {
         ev.t_start = ev.t_end = wj_now_ns();
         sock_name(r, &ev.local, 0);
         ev.conn_id = track(r, WJ_ROLE_SERVER, ev.t_start);
+        wj_fd_entry *e = wj_fd_tracked(r);
+        if (e) e->t_connected = ev.t_start;
         if (ev.conn_id) {
             wj_push(&ev);
             wj_agent_ensure_started();
@@ -229,23 +246,24 @@ static int accepted(int r, struct sockaddr *addr, socklen_t *len) {
 }
 
 WJ_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
-    return accepted(WJ_REAL(accept)(fd, addr, len), addr, len);
+    return accepted(WJ_REAL(accept)(fd, addr, len));
 }
 
 WJ_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
-    return accepted(WJ_REAL(accept4)(fd, addr, len, flags), addr, len);
+    return accepted(WJ_REAL(accept4)(fd, addr, len, flags));
 }
 
 // How a program learns that a non-blocking connect failed: getsockopt(SO_ERROR).
 WJ_EXPORT int getsockopt(int fd, int level, int name, void *value, socklen_t *len) {
     int r = WJ_REAL(getsockopt)(fd, level, name, value, len);
-    if (r != 0 || level != SOL_SOCKET || name != SO_ERROR || !value) return r;
+    // (len is valid once the call succeeded: the kernel wrote it.)
+    if (r != 0 || level != SOL_SOCKET || name != SO_ERROR || !value || !len || *len < (socklen_t)sizeof(int)) return r;
     wj_fd_entry *e = wj_fd_tracked(fd);
     if (!e || !atomic_load_explicit(&e->connecting, memory_order_relaxed)) return r;
     int so_error = *(int *)value;
     int err = errno;
     if (wj_enter()) {
-        if (so_error == 0) atomic_store(&e->connecting, 0);
+        if (so_error == 0) mark_connected(e, wj_now_ns());
         else if (so_error != EINPROGRESS && so_error != EALREADY) connect_failed(fd, e, so_error);
         wj_leave();
     }

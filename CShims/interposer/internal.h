@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/sendfile.h>
+#include <netdb.h>
 #include <time.h>
 
 #define WJ_HIDDEN __attribute__((visibility("hidden")))
@@ -66,8 +67,14 @@ typedef struct wj_fd_entry {
     uint64_t t_open;
     uint32_t role;
     _Atomic uint32_t connecting;  // non-blocking connect not yet known to have completed
+    // Phase times (CLOCK_MONOTONIC ns, 0 = not yet). Plain stores: a racing writer can only
+    // replace one of two nearly equal times with the other.
+    uint64_t t_connected;
+    uint64_t t_first_out;
+    uint64_t t_first_in;
+    uint64_t t_last_io;
     uint64_t reserved[2];
-} wj_fd_entry;
+} wj_fd_entry;  // 96 bytes
 
 WJ_HIDDEN extern _Atomic(wj_fd_entry *) wj_fd_chunks[WJ_FD_CHUNKS];
 WJ_HIDDEN extern uint64_t wj_fd_generation;
@@ -86,6 +93,7 @@ WJ_HIDDEN uint64_t wj_next_conn_id(void);
 // ---- state and guard
 WJ_HIDDEN extern wj_process wj_proc;
 WJ_HIDDEN extern wj_ring wj_event_ring;
+WJ_HIDDEN extern wj_ring wj_dns_ring;
 WJ_HIDDEN extern int wj_disabled;   // AT_SECURE, WEDJAT_DISABLE, or init failure
 
 // True when this call may do wedjat work: initialised, enabled, not wedjat's own thread,
@@ -94,6 +102,7 @@ WJ_HIDDEN int wj_enter(void);
 WJ_HIDDEN void wj_leave(void);
 
 WJ_HIDDEN void wj_push(wj_event *ev);          // fills tid; drops and counts when full
+WJ_HIDDEN void wj_push_dns(wj_dns_event *ev);
 WJ_HIDDEN void wj_agent_ensure_started(void);
 WJ_HIDDEN int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev);
 WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
@@ -111,7 +120,7 @@ WJ_HIDDEN void wj_agent_atfork_parent(void);
 WJ_HIDDEN void wj_agent_atfork_child(void);
 WJ_HIDDEN int wj_is_agent_thread(void);
 WJ_HIDDEN void wj_mark_agent_thread(void);
-WJ_HIDDEN int wj_conn_counters(int fd, uint64_t conn_id, uint64_t *bytes_in, uint64_t *bytes_out);
+WJ_HIDDEN int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out);
 WJ_HIDDEN const char *wj_errno_name(int err);
 
 // Records the C side writes itself (records.c): the process life cycle.

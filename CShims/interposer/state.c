@@ -22,7 +22,11 @@ int wj_disabled;
 _Atomic(wj_fd_entry *) wj_fd_chunks[WJ_FD_CHUNKS];
 uint64_t wj_fd_generation = 1;
 
-static wj_slot wj_ring_slots[WJ_RING_CAPACITY];  // .bss: pages appear only when used
+#define WJ_DNS_RING_CAPACITY 256u
+// .bss: pages appear only when used.
+static unsigned char wj_ring_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] __attribute__((aligned(64)));
+static unsigned char wj_dns_slots[WJ_DNS_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_dns_event))] __attribute__((aligned(64)));
+wj_ring wj_dns_ring;
 static _Atomic uint64_t wj_conn_counter;
 static _Atomic int wj_init_state;                // 0 not yet, 1 running, 2 done
 
@@ -45,11 +49,17 @@ const char *wj_errno_name(int err) {
     return n ? n : "EUNKNOWN";
 }
 
-int wj_conn_counters(int fd, uint64_t conn_id, uint64_t *bytes_in, uint64_t *bytes_out) {
+int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out) {
     wj_fd_entry *e = wj_fd_tracked(fd);
     if (!e || atomic_load(&e->conn_id) != conn_id) return 0;
-    *bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
-    *bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    memset(out, 0, sizeof *out);
+    out->conn_id = conn_id;
+    out->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
+    out->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    out->t_connected = e->t_connected;
+    out->t_first_out = e->t_first_out;
+    out->t_first_in = e->t_first_in;
+    out->t_last_io = e->t_last_io;
     return 1;
 }
 
@@ -106,6 +116,11 @@ void wj_push(wj_event *ev) {
     wj_ring_push(&wj_event_ring, ev);
 }
 
+void wj_push_dns(wj_dns_event *ev) {
+    ev->tid = wj_gettid();
+    wj_ring_push(&wj_dns_ring, ev);
+}
+
 // Ends fd's connection in the table *before* the real close, so that a socket another thread
 // gets with the same number right after is never mistaken for this one. Returns 1 with the
 // close event in *ev (to push after the real call) if this call ended it.
@@ -120,6 +135,10 @@ int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev) {
     ev->t_end = now;
     ev->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
     ev->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    ev->t_connected = e->t_connected;
+    ev->t_first_out = e->t_first_out;
+    ev->t_first_in = e->t_first_in;
+    ev->t_last_io = e->t_last_io;
     return 1;
 }
 
@@ -188,6 +207,7 @@ static void atfork_child(void) {
     wj_proc.generation++;
     wj_fd_generation++;                           // inherited sockets are the parent's
     wj_ring_discard_pending(&wj_event_ring);      // and so are its pending events
+    wj_ring_discard_pending(&wj_dns_ring);
     set_image_identity();
     memcpy(wj_proc.parent_log, parent_log, sizeof parent_log);
     wj_proc.end_reason = WJ_END_NONE;
@@ -227,7 +247,8 @@ static void wj_init(void) {
         return;
     }
     int saved_errno = errno;
-    wj_ring_init(&wj_event_ring, wj_ring_slots, WJ_RING_CAPACITY);
+    wj_ring_init(&wj_event_ring, wj_ring_slots, WJ_RING_CAPACITY, sizeof(wj_event));
+    wj_ring_init(&wj_dns_ring, wj_dns_slots, WJ_DNS_RING_CAPACITY, sizeof(wj_dns_event));
     wj_proc.ring = &wj_event_ring;
     if (getauxval(AT_SECURE)) {
         // setuid/setgid/capabilities: stay completely out of the way.

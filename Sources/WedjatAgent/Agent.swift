@@ -14,10 +14,11 @@ public func wedjatAgentInit(_ given: UnsafePointer<wj_agent_api>?, _ ops: Unsafe
           given.pointee.size == UInt32(MemoryLayout<wj_agent_api>.size) else { return -1 }
     api = given
     ops.pointee.handle = { ev in if let ev { current().handle(ev.pointee) } }
+    ops.pointee.handle_dns = { ev in if let ev { current().handleDNS(ev.pointee) } }
     ops.pointee.flush = { final, endMono, tid in
         current().flush(final: final != 0, endMono: endMono, tid: Int(tid), openCounters: { fd, id in
-            var bytesIn: UInt64 = 0, bytesOut: UInt64 = 0
-            return api!.pointee.conn_counters(fd, id, &bytesIn, &bytesOut) != 0 ? (bytesIn, bytesOut) : nil
+            var live = wj_event()
+            return api!.pointee.conn_snapshot(fd, id, &live) != 0 ? live : nil
         })
     }
     ops.pointee.record_counts = { buf, cap in

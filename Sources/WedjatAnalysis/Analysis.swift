@@ -16,6 +16,10 @@ public struct ProcessLog: Sendable {
     public var bytesOut: Int64 = 0
     public var errors = 0
     public var openAtExit = 0
+    public var dnsLookups = 0
+    public var dnsErrors = 0
+    /// `warning` and `exec_failed` records, in file order.
+    public var notes: [NoteRecord] = []
     public var firstTs: Int64 = .max
     public var lastTs: Int64 = .min
     /// pid seen in records, for files whose process_start is missing.
@@ -77,6 +81,13 @@ public struct ProcessLog: Sendable {
         case .processEnd(let e):
             recordPid = recordPid ?? e.pid
             end = e
+        case .dns(let d):
+            recordPid = recordPid ?? d.pid
+            dnsLookups += 1
+            if d.error != nil { dnsErrors += 1 }
+        case .note(let n):
+            recordPid = recordPid ?? n.pid
+            if notes.count < 100 { notes.append(n) }
         }
     }
 }

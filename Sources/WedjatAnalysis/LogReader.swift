@@ -246,5 +246,7 @@ func recordTypeName(_ r: Record) -> String {
     case .fork: "fork"
     case .drops: "drops"
     case .processEnd: "process_end"
+    case .dns: "dns"
+    case .note(let n): n.type
     }
 }

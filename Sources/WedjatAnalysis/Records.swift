@@ -55,15 +55,18 @@ public struct ConnectionRecord: Sendable, Equatable {
     public var bytesOut: Int64
     public var error: String?
     public var openAtExit: Bool
+    /// The name the app resolved the peer address from, when wedjat saw the lookup.
+    public var host: String?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, fd: Int? = nil, transport: String? = "tcp",
                 family: String? = "ipv4", role: String, local: String? = nil, peer: String? = nil,
                 openTs: Int64? = nil, closeTs: Int64? = nil, durationUs: Int64? = nil, connectUs: Int64? = nil,
-                bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false) {
+                bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false,
+                host: String? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.fd = fd; self.transport = transport
         self.family = family; self.role = role; self.local = local; self.peer = peer; self.openTs = openTs
         self.closeTs = closeTs; self.durationUs = durationUs; self.connectUs = connectUs; self.bytesIn = bytesIn
-        self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit
+        self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit; self.host = host
     }
 
     /// `duration_us`, or `close_ts - open_ts` when an older writer left it out.
@@ -72,6 +75,29 @@ public struct ConnectionRecord: Sendable, Equatable {
         if let openTs, let closeTs, closeTs >= openTs { return closeTs - openTs }
         return nil
     }
+}
+
+public struct DNSRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var api: String?
+    public var name: String?
+    public var durationUs: Int64?
+    public var answers: Int
+    public var error: String?
+    public init(ts: Int64, pid: Int, api: String? = nil, name: String? = nil, durationUs: Int64? = nil,
+                answers: Int = 0, error: String? = nil) {
+        self.ts = ts; self.pid = pid; self.api = api; self.name = name; self.durationUs = durationUs
+        self.answers = answers; self.error = error
+    }
+}
+
+/// `warning` (something wedjat could not do) and `exec_failed` records: a message to show.
+public struct NoteRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var type: String
+    public var message: String
 }
 
 public struct ForkRecord: Sendable, Equatable {
@@ -120,8 +146,11 @@ public enum Record: Sendable, Equatable {
     case fork(ForkRecord)
     case drops(DropsRecord)
     case processEnd(ProcessEnd)
+    case dns(DNSRecord)
+    case note(NoteRecord)
 
-    public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end"]
+    public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end",
+                                                 "dns", "warning", "exec_failed"]
 
     public var ts: Int64 {
         switch self {
@@ -130,6 +159,8 @@ public enum Record: Sendable, Equatable {
         case .fork(let r): r.ts
         case .drops(let r): r.ts
         case .processEnd(let r): r.ts
+        case .dns(let r): r.ts
+        case .note(let r): r.ts
         }
     }
 }
@@ -171,7 +202,17 @@ extension Record {
                 openTs: try f.int64("open_ts"), closeTs: try f.int64("close_ts"),
                 durationUs: try f.int64("duration_us"), connectUs: try f.int64("connect_us"),
                 bytesIn: try f.int64("bytes_in") ?? 0, bytesOut: try f.int64("bytes_out") ?? 0,
-                error: try f.string("error"), openAtExit: try f.bool("open_at_exit") ?? false))
+                error: try f.string("error"), openAtExit: try f.bool("open_at_exit") ?? false,
+                host: try f.string("host")))
+        case "dns":
+            return .dns(DNSRecord(ts: ts, pid: pid, api: try f.string("api"), name: try f.string("name"),
+                                  durationUs: try f.int64("duration_us"), answers: try f.int("answers") ?? 0,
+                                  error: try f.string("error")))
+        case "warning":
+            return .note(NoteRecord(ts: ts, pid: pid, type: type, message: try f.string("message") ?? "?"))
+        case "exec_failed":
+            return .note(NoteRecord(ts: ts, pid: pid, type: type,
+                                    message: "exec of \(try f.string("exec") ?? "?") failed; the image went on"))
         case "fork":
             return .fork(ForkRecord(ts: ts, pid: pid, tid: try f.int("tid"), childPid: try f.int("child_pid", required: true)!))
         case "drops":

@@ -22,6 +22,8 @@ public struct Report: Codable, Sendable {
         public var bytesIn: Int64
         public var bytesOut: Int64
         public var errors: Int
+        public var dnsLookups: Int
+        public var dnsErrors: Int
         public var droppedEvents: Int64
         public var droppedRecords: Int64
         public var warnings: Int
@@ -71,6 +73,8 @@ public struct Report: Codable, Sendable {
         public var key: String
         public var role: String
         public var address: String
+        /// Host names the address was resolved from (client peers), sorted.
+        public var hosts: [String]
         public var count: Int
         public var bytesIn: Int64
         public var bytesOut: Int64
@@ -90,7 +94,7 @@ public struct Report: Codable, Sendable {
     }
 
     public struct WarningItem: Codable, Sendable {
-        /// `drops`, `no_end`, `config` or `reader`.
+        /// `drops`, `no_end`, `config`, `warning` (wedjat's own), `exec_failed` or `reader`.
         public var kind: String
         public var file: String?
         public var line: Int?
@@ -135,7 +139,8 @@ extension Report {
         let peerRows = analysis.peers.values
             .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key }
             .map { p in
-                PeerRow(key: p.key.label, role: p.key.role, address: p.key.address, count: p.count,
+                PeerRow(key: p.key.label + (p.hosts.isEmpty ? "" : " (" + p.hosts.sorted().joined(separator: ", ") + ")"),
+                        role: p.key.role, address: p.key.address, hosts: p.hosts.sorted(), count: p.count,
                         bytesIn: p.bytesIn, bytesOut: p.bytesOut,
                         durationUs: p.durations.count == 0 ? nil : Percentiles(
                             count: p.durations.count, p50: p.durations.percentile(50)!,
@@ -169,6 +174,12 @@ extension Report {
                                             text: "pid \(l.pid) \(l.program): configuration: \(w)"))
             }
         }
+        for l in logs {
+            for n in l.notes {
+                warnings.append(WarningItem(kind: n.type, file: l.path, line: nil, pid: l.pid, message: n.message,
+                                            text: "pid \(l.pid) \(l.program): \(n.message)"))
+            }
+        }
         for w in analysis.readerWarnings {
             warnings.append(WarningItem(kind: "reader", file: w.file, line: w.line, pid: nil, message: w.message,
                                         text: w.description))
@@ -181,6 +192,8 @@ extension Report {
             connections: logs.reduce(0) { $0 + $1.connections },
             bytesIn: logs.reduce(0) { $0 + $1.bytesIn }, bytesOut: logs.reduce(0) { $0 + $1.bytesOut },
             errors: logs.reduce(0) { $0 + $1.errors },
+            dnsLookups: logs.reduce(0) { $0 + $1.dnsLookups },
+            dnsErrors: logs.reduce(0) { $0 + $1.dnsErrors },
             droppedEvents: logs.reduce(0) { $0 + $1.droppedEvents },
             droppedRecords: logs.reduce(0) { $0 + $1.droppedRecords },
             warnings: warnings.count)

@@ -58,6 +58,8 @@ public struct PeerStats: Sendable {
     public private(set) var errors = 0
     public private(set) var errorNames: [String: Int] = [:]
     public private(set) var openAtExit = 0
+    /// Names the app resolved this address from (a client's peer), when wedjat saw the lookups.
+    public private(set) var hosts: Set<String> = []
     /// Durations of connections that did not fail: a refused connect takes microseconds and
     /// would drag the percentiles of the real ones down; failures are counted in `errors`.
     public private(set) var durations = DurationStats()
@@ -69,6 +71,7 @@ public struct PeerStats: Sendable {
         bytesIn += c.bytesIn
         bytesOut += c.bytesOut
         if c.openAtExit { openAtExit += 1 }
+        if let h = c.host, hosts.count < 8 { hosts.insert(h) }
         if let e = c.error {
             errors += 1
             errorNames[e, default: 0] += 1

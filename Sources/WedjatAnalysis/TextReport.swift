@@ -18,6 +18,9 @@ public struct TextReport {
         var totals = [Format.count(h.connections, "connection"),
                       Format.bytes(h.bytesIn) + " in", Format.bytes(h.bytesOut) + " out"]
         totals.append(paint(Format.count(h.errors, "error"), h.errors > 0 ? .red : nil))
+        if h.dnsLookups > 0 {
+            totals.append(Format.count(h.dnsLookups, "DNS lookup") + (h.dnsErrors > 0 ? " (\(h.dnsErrors) failed)" : ""))
+        }
         let drops = h.droppedEvents + h.droppedRecords
         totals.append(paint(drops == 0 ? "0 drops"
                             : "\(h.droppedEvents) dropped events, \(h.droppedRecords) dropped records",

@@ -5,7 +5,7 @@ import Glibc
 
 // "a.b.c.d:port" and "[v6]:port", as the log format specifies.
 public enum Addresses {
-    public static func format(_ a: wj_addr) -> String? {
+    public static func format(_ a: wj_addr, withPort: Bool = true) -> String? {
         var a = a
         let family = Int32(a.family)
         guard family == AF_INET || family == AF_INET6 else { return nil }
@@ -15,10 +15,9 @@ public enum Addresses {
         }
         guard ok else { return nil }
         let host = String(decoding: text.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        if family == AF_INET6 {
-            let scope = a.scope_id != 0 ? "%\(a.scope_id)" : ""
-            return "[\(host)\(scope)]:\(a.port)"
-        }
+        let scope = family == AF_INET6 && a.scope_id != 0 ? "%\(a.scope_id)" : ""
+        if !withPort { return host + scope }
+        if family == AF_INET6 { return "[\(host)\(scope)]:\(a.port)" }
         return "\(host):\(a.port)"
     }
 

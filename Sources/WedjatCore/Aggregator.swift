@@ -26,10 +26,11 @@ public final class Aggregator {
     public let context: ProcessContext
     private let sink: (UnsafeRawBufferPointer) -> Bool
     private let errnoName: (Int32) -> String
-    private var open: [UInt64: wj_event] = [:]
+    private var open: [UInt64: (event: wj_event, host: ResolvedNames.Match?)] = [:]
     private var line = JSONLine(capacity: 512)
     private var pending: [UInt8] = []
     private var pendingLines: [String: Int] = [:]
+    private var resolved = ResolvedNames()
     public private(set) var written: [String: Int] = [:]
     public private(set) var droppedRecords: UInt64 = 0
     public private(set) var untrackedConnections: UInt64 = 0
@@ -49,17 +50,22 @@ public final class Aggregator {
     public func handle(_ ev: wj_event) {
         switch Int32(ev.kind) {
         case Int32(WJ_EV_CONN_OPEN):
+            // The name is looked up now, in event order: a later lookup must not change it.
+            let host = ev.role == UInt8(WJ_ROLE_CLIENT) ? resolved.lookup(ev.peer, connectStartMono: ev.t_start) : nil
             if ev.err != 0 {
-                connection(open: ev, closeMono: ev.t_end, bytesIn: 0, bytesOut: 0, tid: ev.tid, error: ev.err, atExit: false)
+                connection(open: ev, host: host, closeMono: ev.t_end, bytesIn: 0, bytesOut: 0, tid: ev.tid,
+                           error: ev.err, atExit: false)
             } else if open.count < context.maxConnections {
-                open[ev.conn_id] = ev
+                open[ev.conn_id] = (ev, host)
             } else {
                 untrackedConnections += 1
             }
         case Int32(WJ_EV_CONN_CLOSE):
             var opened: wj_event
+            var host: ResolvedNames.Match? = nil
             if let known = open.removeValue(forKey: ev.conn_id) {
-                opened = known
+                opened = known.event
+                host = known.host
             } else {
                 // The open event was lost (ring full) or not kept (table full): still report
                 // what the close carries rather than nothing.
@@ -67,22 +73,51 @@ public final class Aggregator {
                 opened.kind = UInt16(WJ_EV_CONN_OPEN)
                 opened.t_end = 0
             }
-            connection(open: opened, closeMono: ev.t_end, bytesIn: ev.bytes_in, bytesOut: ev.bytes_out,
-                       tid: ev.tid, error: ev.err, atExit: false)
+            connection(open: opened, host: host, closeMono: ev.t_end, bytesIn: ev.bytes_in, bytesOut: ev.bytes_out,
+                       tid: ev.tid, error: ev.err, atExit: false, phases: Phases(ev))
         default:
             break
         }
     }
 
+    public func handleDNS(_ ev: wj_dns_event) {
+        var ev = ev
+        let name = withUnsafeBytes(of: &ev.name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let service = withUnsafeBytes(of: &ev.service) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let addrs: [wj_addr] = withUnsafeBytes(of: &ev.addrs) { raw in
+            (0..<Int(min(ev.n_addrs, UInt8(WJ_DNS_ADDRS)))).map { raw.load(fromByteOffset: $0 * MemoryLayout<wj_addr>.stride, as: wj_addr.self) }
+        }
+        let durationUs = Int((ev.t_end &- ev.t_start) / 1000)
+        let forward = Int32(ev.api) != Int32(WJ_DNS_GETHOSTBYADDR) && Int32(ev.api) != Int32(WJ_DNS_GETNAMEINFO)
+        if ev.error == 0 && forward && !name.isEmpty {
+            for a in addrs { resolved.note(a, name: name, durationUs: durationUs, endMono: ev.t_end) }
+        }
+        begin("dns", mono: ev.t_end, tid: ev.tid)
+        line.field("api", DNSNames.api(Int32(ev.api)))
+        line.field("name", name.isEmpty ? nil : name)
+        if ev.truncated != 0 { line.field("name_truncated", true) }
+        line.field("service", service.isEmpty ? nil : service)
+        line.field("family", DNSNames.family(ev.family))
+        line.field("start_ts", context.epochMicros(ev.t_start))
+        line.field("duration_us", durationUs)
+        line.field("answers", Int(ev.n_answers))
+        line.key("addresses")
+        line.beginArray()
+        for a in addrs { line.value(Addresses.format(a, withPort: false)) }
+        line.endArray()
+        line.field("error", ev.error == 0 ? nil : DNSNames.error(ev.error, api: Int32(ev.api)))
+        finishRecord("dns")
+    }
+
     // Writes what is pending. With `final`, every connection still open is reported first
-    // (open_at_exit), its byte counts read live through `openCounters(fd, conn_id)`.
+    // (open_at_exit), its counters and phase times read live through `openCounters(fd, conn_id)`.
     public func flush(final: Bool, endMono: UInt64, tid: Int,
-                      openCounters: (Int32, UInt64) -> (UInt64, UInt64)?) {
+                      openCounters: (Int32, UInt64) -> wj_event?) {
         if final {
-            for ev in open.values.sorted(by: { $0.conn_id < $1.conn_id }) {
-                let (bytesIn, bytesOut) = openCounters(ev.fd, ev.conn_id) ?? (0, 0)
-                connection(open: ev, closeMono: endMono, bytesIn: bytesIn, bytesOut: bytesOut, tid: Int32(tid),
-                           error: 0, atExit: true)
+            for (ev, host) in open.values.sorted(by: { $0.event.conn_id < $1.event.conn_id }) {
+                let live = openCounters(ev.fd, ev.conn_id)
+                connection(open: ev, host: host, closeMono: endMono, bytesIn: live?.bytes_in ?? 0, bytesOut: live?.bytes_out ?? 0,
+                           tid: Int32(tid), error: 0, atExit: true, phases: live.map { Phases($0) } ?? Phases())
             }
             open.removeAll()
         }
@@ -125,8 +160,8 @@ public final class Aggregator {
         pendingLines.removeAll(keepingCapacity: true)
     }
 
-    private func connection(open ev: wj_event, closeMono: UInt64, bytesIn: UInt64, bytesOut: UInt64,
-                            tid: Int32, error: Int32, atExit: Bool) {
+    private func connection(open ev: wj_event, host: ResolvedNames.Match?, closeMono: UInt64, bytesIn: UInt64, bytesOut: UInt64,
+                            tid: Int32, error: Int32, atExit: Bool, phases: Phases = Phases()) {
         begin("connection", mono: closeMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("fd", Int(ev.fd))
@@ -140,13 +175,38 @@ public final class Aggregator {
         line.field("open_ts", openTs)
         line.field("close_ts", closeTs)
         line.field("duration_us", max(0, closeTs - openTs))
-        let blockingConnect = ev.role == UInt8(WJ_ROLE_CLIENT) && ev.t_end >= ev.t_start && ev.t_end != 0
+        let client = ev.role == UInt8(WJ_ROLE_CLIENT)
+        let blockingConnect = client && ev.t_end >= ev.t_start && ev.t_end != 0
             && (ev.a & UInt64(WJ_OPEN_NONBLOCKING)) == 0
-        line.field("connect_us", blockingConnect ? Int((ev.t_end - ev.t_start) / 1000) : nil)
+        // Connect end: a blocking connect's return, or when a non-blocking one was seen
+        // complete (SO_ERROR == 0, a repeated connect, or the first byte moved).
+        let connectedMono: UInt64? = !client ? nil : blockingConnect ? ev.t_end : (phases.connected != 0 ? phases.connected : nil)
+        line.field("connect_us", connectedMono.map { Int(($0 &- ev.t_start) / 1000) })
+        line.field("connect_end_ts", connectedMono.map { context.epochMicros($0) })
+        line.field("first_byte_out_ts", phases.firstOut != 0 ? context.epochMicros(phases.firstOut) : nil)
+        line.field("first_byte_in_ts", phases.firstIn != 0 ? context.epochMicros(phases.firstIn) : nil)
+        line.field("last_byte_ts", phases.lastIO != 0 ? context.epochMicros(phases.lastIO) : nil)
         line.field("bytes_in", bytesIn)
         line.field("bytes_out", bytesOut)
+        line.field("host", host?.name)
+        line.field("dns_us", host?.attributedDurationUs)
         line.field("error", error != 0 ? errnoName(error) : nil)
         line.field("open_at_exit", atExit)
         finishRecord("connection")
+    }
+}
+
+// Phase times carried by a close event (CLOCK_MONOTONIC ns, 0 = did not happen).
+struct Phases {
+    var connected: UInt64 = 0
+    var firstOut: UInt64 = 0
+    var firstIn: UInt64 = 0
+    var lastIO: UInt64 = 0
+    init() {}
+    init(_ ev: wj_event) {
+        connected = ev.t_connected
+        firstOut = ev.t_first_out
+        firstIn = ev.t_first_in
+        lastIO = ev.t_last_io
     }
 }

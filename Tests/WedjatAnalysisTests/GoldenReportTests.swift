@@ -50,7 +50,11 @@ final class GoldenReportTests: XCTestCase {
         XCTAssertEqual(r.processes.map(\.status), ["exit 0", "exec → curl", "exit 0", "killed?"])
         XCTAssertEqual(r.processes.map(\.pid), [4200, 4243, 4243, 4300])
 
-        let client = try XCTUnwrap(r.peers.first { $0.key == "client → 127.0.0.1:8080" })
+        let client = try XCTUnwrap(r.peers.first { $0.address == "127.0.0.1:8080" && $0.role == "client" })
+        XCTAssertEqual(client.key, "client → 127.0.0.1:8080 (api.local)")
+        XCTAssertEqual(client.hosts, ["api.local"])
+        XCTAssertEqual(r.headline.dnsLookups, 2)
+        XCTAssertEqual(r.headline.dnsErrors, 1)
         XCTAssertEqual(client.count, 3)
         XCTAssertEqual(client.errors, 1)
         XCTAssertEqual(client.errorNames.map(\.name), ["ECONNREFUSED"])

@@ -67,8 +67,8 @@ final class LogReaderTests: XCTestCase {
 
     func testUnknownTypeWarnsOncePerTypePerFile() throws {
         let body = Line.start(pid: 1, ts: 100, exe: "/bin/u")
-            + #"{"type":"dns","ts":110,"pid":1}"# + "\n"
-            + #"{"type":"dns","ts":111,"pid":1}"# + "\n"
+            + #"{"type":"quic","ts":110,"pid":1}"# + "\n"
+            + #"{"type":"quic","ts":111,"pid":1}"# + "\n"
             + #"{"type":"tls","ts":112,"pid":1}"# + "\n"
             + Line.end(pid: 1, ts: 200)
         let f1 = try dir.write("u.1.1.ndjson", body)
@@ -76,9 +76,9 @@ final class LogReaderTests: XCTestCase {
         let r = try read([f1, f2])
         let note = "; skipped (further ones in this file not reported)"
         XCTAssertEqual(r.warnings, [
-            "\(f1):2: unknown record type \"dns\"\(note)",
+            "\(f1):2: unknown record type \"quic\"\(note)",
             "\(f1):4: unknown record type \"tls\"\(note)",
-            "\(f2):2: unknown record type \"dns\"\(note)",
+            "\(f2):2: unknown record type \"quic\"\(note)",
             "\(f2):4: unknown record type \"tls\"\(note)",
         ])
         XCTAssertEqual(r.records.count, 4)

@@ -61,8 +61,13 @@ final class AggregatorTests: XCTestCase {
     func testConnectionRecordFromOpenAndClose() {
         let agg = makeAggregator()
         agg.handle(openEvent(id: 1, start: 1_000_500_000, end: 1_000_600_000))
-        agg.handle(closeEvent(id: 1, at: 1_002_500_000, bytesIn: 1234, bytesOut: 78))
-        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil })
+        var close = closeEvent(id: 1, at: 1_002_500_000, bytesIn: 1234, bytesOut: 78)
+        close.t_connected = 1_000_600_000
+        close.t_first_out = 1_000_700_000
+        close.t_first_in = 1_001_700_000
+        close.t_last_io = 1_002_400_000
+        agg.handle(close)
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
         XCTAssertEqual(lines.count, 1)
         let r = lines[0]
         XCTAssertEqual(r["type"] as? String, "connection")
@@ -77,6 +82,11 @@ final class AggregatorTests: XCTestCase {
         XCTAssertEqual(r["ts"] as? Int, 1_700_000_000_002_500)
         XCTAssertEqual(r["duration_us"] as? Int, 2000)
         XCTAssertEqual(r["connect_us"] as? Int, 100)
+        XCTAssertEqual(r["connect_end_ts"] as? Int, 1_700_000_000_000_600)
+        XCTAssertEqual(r["first_byte_out_ts"] as? Int, 1_700_000_000_000_700)
+        XCTAssertEqual(r["first_byte_in_ts"] as? Int, 1_700_000_000_001_700)
+        XCTAssertEqual(r["last_byte_ts"] as? Int, 1_700_000_000_002_400)
+        XCTAssertTrue(r["host"] is NSNull)
         XCTAssertEqual(r["bytes_in"] as? Int, 1234)
         XCTAssertEqual(r["bytes_out"] as? Int, 78)
         XCTAssertTrue(r["error"] is NSNull)
@@ -87,17 +97,68 @@ final class AggregatorTests: XCTestCase {
     func testFailedConnectIsReportedImmediatelyWithErrnoName() {
         let agg = makeAggregator()
         agg.handle(openEvent(id: 2, start: 1_000_000_000, end: 1_000_050_000, err: ECONNREFUSED))
-        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil })
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
         XCTAssertEqual(lines.first?["error"] as? String, "ECONNREFUSED")
         XCTAssertEqual(agg.openConnectionCount, 0)
     }
 
-    func testNonBlockingConnectHasNoConnectTime() {
+    func testNonBlockingConnectEndsWhenSeenComplete() {
         let agg = makeAggregator()
         agg.handle(openEvent(id: 3, start: 1_000_000_000, end: 1_000_010_000, nonblocking: true))
         agg.handle(closeEvent(id: 3, at: 1_001_000_000, bytesIn: 1, bytesOut: 1))
-        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil })
-        XCTAssertTrue(lines.first?["connect_us"] is NSNull)
+        var close = closeEvent(id: 5, at: 1_001_000_000, bytesIn: 1, bytesOut: 1)
+        close.t_connected = 1_000_250_000
+        agg.handle(openEvent(id: 5, start: 1_000_000_000, end: 1_000_010_000, nonblocking: true))
+        agg.handle(close)
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
+        XCTAssertTrue(lines[0]["connect_us"] is NSNull, "completion never seen")
+        XCTAssertEqual(lines[1]["connect_us"] as? Int, 250)
+    }
+
+    private func dnsEvent(name: String, start: UInt64, end: UInt64, addrs: [wj_addr], error: Int32 = 0) -> wj_dns_event {
+        var ev = wj_dns_event()
+        ev.kind = UInt16(WJ_EV_DNS)
+        ev.api = UInt8(WJ_DNS_GETADDRINFO)
+        ev.tid = 80
+        ev.t_start = start
+        ev.t_end = end
+        ev.error = error
+        ev.family = AF_UNSPEC
+        withUnsafeMutableBytes(of: &ev.name) { raw in for (i, b) in name.utf8.enumerated() { raw[i] = b } }
+        withUnsafeMutableBytes(of: &ev.addrs) { raw in
+            for (i, a) in addrs.enumerated() { raw.storeBytes(of: a, toByteOffset: i * MemoryLayout<wj_addr>.stride, as: wj_addr.self) }
+        }
+        ev.n_addrs = UInt8(addrs.count)
+        ev.n_answers = UInt32(addrs.count)
+        return ev
+    }
+
+    func testDNSRecordAndHostCorrelation() {
+        let agg = makeAggregator()
+        let server = ipv4(127, 0, 0, 1, port: 0)
+        agg.handleDNS(dnsEvent(name: "api.example", start: 1_000_000_000, end: 1_000_300_000, addrs: [server]))
+        // First connection right after the lookup: its DNS phase is the lookup's duration.
+        agg.handle(openEvent(id: 1, start: 1_000_400_000, end: 1_000_500_000))
+        // A second lookup of the same name, then a second connection; then both close.
+        agg.handleDNS(dnsEvent(name: "api.example", start: 1_000_600_000, end: 1_000_650_000, addrs: [server]))
+        agg.handle(openEvent(id: 2, start: 1_000_700_000, end: 1_000_800_000))
+        // A third connection reuses the answer without a lookup of its own.
+        agg.handle(openEvent(id: 3, start: 1_000_900_000, end: 1_001_000_000))
+        for id in 1...3 { agg.handle(closeEvent(id: UInt64(id), at: 1_002_000_000, bytesIn: 1, bytesOut: 1)) }
+        agg.handleDNS(dnsEvent(name: "nope.example", start: 1_003_000_000, end: 1_003_100_000, addrs: [], error: -2))
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
+        let dns = lines.filter { $0["type"] as? String == "dns" }
+        let conns = lines.filter { $0["type"] as? String == "connection" }
+        XCTAssertEqual(dns.count, 3)
+        XCTAssertEqual(dns[0]["name"] as? String, "api.example")
+        XCTAssertEqual(dns[0]["duration_us"] as? Int, 300)
+        XCTAssertEqual(dns[0]["addresses"] as? [String], ["127.0.0.1"])
+        XCTAssertEqual(dns[0]["answers"] as? Int, 1)
+        XCTAssertEqual(dns[0]["api"] as? String, "getaddrinfo")
+        XCTAssertTrue(dns[0]["error"] is NSNull)
+        XCTAssertEqual(dns[2]["error"] as? String, "EAI_NONAME")
+        XCTAssertEqual(conns.map { $0["host"] as? String }, ["api.example", "api.example", "api.example"])
+        XCTAssertEqual(conns.map { $0["dns_us"] as? Int }, [300, 50, nil])
     }
 
     func testOpenConnectionsAreWrittenAtExitWithLiveCounters() {
@@ -105,13 +166,19 @@ final class AggregatorTests: XCTestCase {
         agg.handle(openEvent(id: 4, fd: 9, start: 1_000_000_000, end: 1_000_000_000, role: Int(WJ_ROLE_SERVER)))
         agg.flush(final: true, endMono: 1_003_000_000, tid: 77, openCounters: { fd, id in
             XCTAssertEqual(fd, 9); XCTAssertEqual(id, 4)
-            return (10, 20)
+            var live = wj_event()
+            live.bytes_in = 10
+            live.bytes_out = 20
+            live.t_first_in = 1_001_000_000
+            return live
         })
         XCTAssertEqual(lines.count, 1)
         XCTAssertEqual(lines[0]["open_at_exit"] as? Bool, true)
         XCTAssertEqual(lines[0]["role"] as? String, "server")
         XCTAssertEqual(lines[0]["bytes_in"] as? Int, 10)
         XCTAssertEqual(lines[0]["duration_us"] as? Int, 3000)
+        XCTAssertEqual(lines[0]["first_byte_in_ts"] as? Int, 1_700_000_000_001_000)
+        XCTAssertTrue(lines[0]["first_byte_out_ts"] is NSNull)
         XCTAssertEqual(agg.openConnectionCount, 0)
     }
 
@@ -120,7 +187,7 @@ final class AggregatorTests: XCTestCase {
         var close = closeEvent(id: 9, at: 1_005_000_000, bytesIn: 5, bytesOut: 6)
         close.t_start = 1_004_000_000
         agg.handle(close)
-        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil })
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
         XCTAssertEqual(lines.count, 1)
         XCTAssertEqual(lines[0]["bytes_in"] as? Int, 5)
         XCTAssertEqual(lines[0]["duration_us"] as? Int, 1000)
@@ -139,7 +206,7 @@ final class AggregatorTests: XCTestCase {
         sinkWorks = false
         agg.handle(openEvent(id: 1, start: 1_000_000_000, end: 1_000_000_000, err: ECONNREFUSED))
         agg.handle(openEvent(id: 2, start: 1_000_000_000, end: 1_000_000_000, err: ECONNREFUSED))
-        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil })
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
         XCTAssertEqual(agg.droppedRecords, 2)
         XCTAssertEqual(agg.recordCounts(), "")
     }

@@ -3,7 +3,7 @@ import CWedjatCommon
 
 final class RingTests: XCTestCase {
     private func makeRing(_ capacity: Int) -> OpaquePointer {
-        wj_ring_create(UInt64(capacity))!
+        wj_ring_create(UInt64(capacity), UInt64(MemoryLayout<wj_event>.size))!
     }
 
     func testFIFOOrderAndWrapAround() {

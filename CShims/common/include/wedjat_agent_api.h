@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define WJ_AGENT_API_VERSION 1
+#define WJ_AGENT_API_VERSION 2
 
 enum {
     WJ_END_NONE = 0,
@@ -50,13 +50,15 @@ typedef struct wj_agent_api {
     uint32_t size;
     wj_process *proc;
     const char *(*errno_name)(int err);
-    // Live byte counters of a still-open connection; 0 if fd no longer holds conn_id.
-    int (*conn_counters)(int fd, uint64_t conn_id, uint64_t *bytes_in, uint64_t *bytes_out);
+    // Counters and phase times of a still-open connection, as a close event would carry
+    // them; 0 if fd no longer holds conn_id.
+    int (*conn_snapshot)(int fd, uint64_t conn_id, wj_event *out);
 } wj_agent_api;
 
 // What the agent gives back. All are called with the agent lock held, on one thread at a time.
 typedef struct wj_agent_ops {
     void (*handle)(const wj_event *ev);
+    void (*handle_dns)(const wj_dns_event *ev);
     // Writes pending records; with final != 0 also every connection still open.
     void (*flush)(int final, uint64_t end_mono_ns, int tid);
     // Appends "\"type\":count," for each record type the agent wrote; returns the length.

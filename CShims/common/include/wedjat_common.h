@@ -21,6 +21,7 @@ enum {
     WJ_EV_CONN_OPEN = 1,   // connect() returned (any result) or accept() returned a socket
     WJ_EV_CONN_CLOSE = 2,  // a tracked socket was closed (close, dup2 over it, close_range)
     WJ_EV_FORK = 3,        // fork() returned in the parent; a = child pid
+    WJ_EV_DNS = 4,         // a resolver call returned (wj_dns_event, on the DNS ring)
 };
 
 enum { WJ_ROLE_CLIENT = 1, WJ_ROLE_SERVER = 2 };
@@ -48,11 +49,37 @@ typedef struct wj_event {
     uint64_t bytes_in;
     uint64_t bytes_out;
     uint64_t a;          // kind-specific (child pid for WJ_EV_FORK; flags for OPEN)
+    // CLOSE only (0 = never happened): connect seen complete, first byte out/in, last byte.
+    uint64_t t_connected;
+    uint64_t t_first_out;
+    uint64_t t_first_in;
+    uint64_t t_last_io;
     wj_addr local;
     wj_addr peer;
 } wj_event;
 
 enum { WJ_OPEN_NONBLOCKING = 1 };  // wj_event.a bits for WJ_EV_CONN_OPEN
+
+// One resolver call. Rare and slow next to I/O, so it travels on its own small ring of
+// larger slots instead of making every event this big.
+enum { WJ_DNS_GETADDRINFO = 1, WJ_DNS_GETHOSTBYNAME = 2, WJ_DNS_GETHOSTBYADDR = 3, WJ_DNS_GETNAMEINFO = 4 };
+#define WJ_DNS_NAME_MAX 256
+#define WJ_DNS_ADDRS 8
+typedef struct wj_dns_event {
+    uint16_t kind;          // WJ_EV_DNS
+    uint8_t api;            // WJ_DNS_*
+    uint8_t n_addrs;        // addresses stored in addrs (at most WJ_DNS_ADDRS)
+    int32_t tid;
+    int32_t error;          // getaddrinfo/getnameinfo: EAI_* value; gethostby*: h_errno; 0 = success
+    int32_t family;         // requested family (AF_UNSPEC, AF_INET, AF_INET6)
+    uint32_t n_answers;     // answers returned (distinct addresses; may exceed n_addrs)
+    uint32_t truncated;     // name did not fit
+    uint64_t t_start;
+    uint64_t t_end;
+    char name[WJ_DNS_NAME_MAX];   // host name asked for (or the answer, for reverse lookups)
+    char service[32];
+    wj_addr addrs[WJ_DNS_ADDRS];
+} wj_dns_event;
 
 uint64_t wj_now_ns(void);          // CLOCK_MONOTONIC
 uint64_t wj_realtime_ns(void);     // CLOCK_REALTIME
@@ -63,29 +90,29 @@ int wj_gettid(void);
 // stored relative to the slot index so that an all-zero ring is a valid empty ring: a ring
 // in .bss costs nothing until used). Producers never block: when full they drop and count.
 
-typedef struct wj_slot {
-    _Atomic uint64_t lap;
-    wj_event ev;
-} wj_slot;
-
+// A slot is a lap counter followed by slot_size bytes of event.
 typedef struct wj_ring {
     _Alignas(64) _Atomic uint64_t enq;
     _Alignas(64) _Atomic uint64_t deq;
     _Alignas(64) _Atomic uint64_t dropped;
-    wj_slot *slots;
+    unsigned char *slots;
     uint64_t mask;
+    uint64_t slot_size;   // bytes of event per slot
+    uint64_t stride;      // bytes per slot including the lap counter
 } wj_ring;
 
-// capacity must be a power of two; slots must be zeroed.
-void wj_ring_init(wj_ring *r, wj_slot *slots, uint64_t capacity);
-int wj_ring_push(wj_ring *r, const wj_event *ev);   // 1 pushed, 0 dropped (counted)
-int wj_ring_pop(wj_ring *r, wj_event *out);         // single consumer; 1 got one, 0 empty
+#define WJ_RING_STRIDE(event_size) (8 + (((event_size) + 7) & ~(uint64_t)7))
+
+// capacity must be a power of two; slots (capacity * WJ_RING_STRIDE(slot_size) bytes) zeroed.
+void wj_ring_init(wj_ring *r, void *slots, uint64_t capacity, uint64_t slot_size);
+int wj_ring_push(wj_ring *r, const void *ev);   // 1 pushed, 0 dropped (counted)
+int wj_ring_pop(wj_ring *r, void *out);         // single consumer; 1 got one, 0 empty
 uint64_t wj_ring_dropped(const wj_ring *r);
 // After fork, in the child: forget everything pending (including slots claimed by threads
 // that do not exist in the child) without touching the whole ring.
 void wj_ring_discard_pending(wj_ring *r);
-// A heap ring for tests and tools (the interposer's lives in .bss).
-wj_ring *wj_ring_create(uint64_t capacity);
+// A heap ring for tests and tools (the interposer's live in .bss).
+wj_ring *wj_ring_create(uint64_t capacity, uint64_t slot_size);
 void wj_ring_destroy(wj_ring *r);
 
 // ---------------------------------------------------------------- configuration

@@ -38,7 +38,11 @@ expect_eq(c["error"], None, "error")
 expect_eq(c["open_at_exit"], False, "open_at_exit")
 expect(c["close_ts"] >= c["open_ts"], "close_ts before open_ts")
 expect_eq(c["duration_us"], c["close_ts"] - c["open_ts"], "duration_us")
-expect_eq(c["connect_us"], None, "connect_us (curl connects non-blocking)")
+# curl connects non-blocking: the end of connect is seen through SO_ERROR or the first byte.
+expect(isinstance(c["connect_us"], int) and 0 <= c["connect_us"] <= c["duration_us"], f"connect_us {c['connect_us']}")
+expect(abs(c["connect_end_ts"] - c["open_ts"] - c["connect_us"]) <= 1, "connect_end_ts - open_ts != connect_us (±1 us rounding)")
+expect(c["connect_end_ts"] <= c["first_byte_out_ts"] <= c["first_byte_in_ts"] <= c["last_byte_ts"] <= c["close_ts"],
+       "phases out of order: connect end, first byte out, first byte in, last byte, close")
 expect_eq(curl.start["log"], curl.path, "process_start.log")
 expect_eq(curl.start["exe"], "/usr/bin/curl", "process_start.exe")
 expect_eq(curl.start["argv"][0], "curl", "argv[0]")
