@@ -11,6 +11,9 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
 #include <unistd.h>
 
 #define WJ_RING_CAPACITY 16384u
@@ -49,6 +52,22 @@ const char *wj_errno_name(int err) {
     return n ? n : "EUNKNOWN";
 }
 
+// The kernel's view of the path, from one getsockopt(TCP_INFO) on a still-open socket.
+static void fill_tcp_info(int fd, wj_event *ev) {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_total_retrans) + sizeof ti.tcpi_total_retrans)
+        return;
+    ev->has_tcp_info = 1;
+    ev->rtt_us = ti.tcpi_rtt;
+    ev->rttvar_us = ti.tcpi_rttvar;
+    ev->retransmits = ti.tcpi_retransmits;
+    ev->total_retrans = ti.tcpi_total_retrans;
+    ev->lost = ti.tcpi_lost;
+}
+
 int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out) {
     wj_fd_entry *e = wj_fd_tracked(fd);
     if (!e || atomic_load(&e->conn_id) != conn_id) return 0;
@@ -60,6 +79,7 @@ int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out) {
     out->t_first_out = e->t_first_out;
     out->t_first_in = e->t_first_in;
     out->t_last_io = e->t_last_io;
+    fill_tcp_info(fd, out);
     return 1;
 }
 
@@ -139,6 +159,7 @@ int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev) {
     ev->t_first_out = e->t_first_out;
     ev->t_first_in = e->t_first_in;
     ev->t_last_io = e->t_last_io;
+    fill_tcp_info(fd, ev);  // the socket is still open here
     return 1;
 }
 

@@ -188,6 +188,18 @@ public final class Aggregator {
         line.field("last_byte_ts", phases.lastIO != 0 ? context.epochMicros(phases.lastIO) : nil)
         line.field("bytes_in", bytesIn)
         line.field("bytes_out", bytesOut)
+        if phases.hasTCPInfo {
+            line.key("tcp_info")
+            line.beginObject()
+            line.field("rtt_us", Int(phases.tcpInfo.rtt))
+            line.field("rttvar_us", Int(phases.tcpInfo.rttvar))
+            line.field("retransmits", Int(phases.tcpInfo.retransmits))
+            line.field("total_retrans", Int(phases.tcpInfo.totalRetrans))
+            line.field("lost", Int(phases.tcpInfo.lost))
+            line.endObject()
+        } else {
+            line.key("tcp_info"); line.null()
+        }
         line.field("host", host?.name)
         line.field("dns_us", host?.attributedDurationUs)
         line.field("error", error != 0 ? errnoName(error) : nil)
@@ -202,11 +214,15 @@ struct Phases {
     var firstOut: UInt64 = 0
     var firstIn: UInt64 = 0
     var lastIO: UInt64 = 0
+    var hasTCPInfo = false
+    var tcpInfo = (rtt: UInt32(0), rttvar: UInt32(0), retransmits: UInt32(0), totalRetrans: UInt32(0), lost: UInt32(0))
     init() {}
     init(_ ev: wj_event) {
         connected = ev.t_connected
         firstOut = ev.t_first_out
         firstIn = ev.t_first_in
         lastIO = ev.t_last_io
+        hasTCPInfo = ev.has_tcp_info != 0
+        tcpInfo = (ev.rtt_us, ev.rttvar_us, ev.retransmits, ev.total_retrans, ev.lost)
     }
 }

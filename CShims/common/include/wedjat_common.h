@@ -54,6 +54,13 @@ typedef struct wj_event {
     uint64_t t_first_out;
     uint64_t t_first_in;
     uint64_t t_last_io;
+    // CLOSE of a TCP connection: TCP_INFO just before the close (valid when has_tcp_info).
+    uint32_t has_tcp_info;
+    uint32_t rtt_us;
+    uint32_t rttvar_us;
+    uint32_t retransmits;        // current unrecovered retransmits (tcpi_retransmits)
+    uint32_t total_retrans;      // over the connection's life (tcpi_total_retrans)
+    uint32_t lost;               // tcpi_lost
     wj_addr local;
     wj_addr peer;
 } wj_event;

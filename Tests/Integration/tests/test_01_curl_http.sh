@@ -36,6 +36,9 @@ expect_eq(c["bytes_in"], hdr + body, "bytes_in (curl size_header + size_download
 expect_eq(c["bytes_out"], req, "bytes_out (curl size_request)")
 expect_eq(c["error"], None, "error")
 expect_eq(c["open_at_exit"], False, "open_at_exit")
+ti = c["tcp_info"]
+expect(isinstance(ti, dict) and isinstance(ti["rtt_us"], int) and 0 < ti["rtt_us"] < 1_000_000, f"tcp_info {ti}")
+expect_eq(ti["total_retrans"], 0, "retransmits on loopback")
 expect(c["close_ts"] >= c["open_ts"], "close_ts before open_ts")
 expect_eq(c["duration_us"], c["close_ts"] - c["open_ts"], "duration_us")
 # curl connects non-blocking: the end of connect is seen through SO_ERROR or the first byte.
