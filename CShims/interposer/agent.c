@@ -232,6 +232,13 @@ static void *agent_main(void *arg) {
     }
 }
 
+void wj_flush_now(void) {
+    if (atomic_load(&finished)) return;
+    pthread_mutex_lock(&agent_lock);
+    flush_locked(0, 0);
+    pthread_mutex_unlock(&agent_lock);
+}
+
 void wj_agent_ensure_started(void) {
     if (WJ_LIKELY(atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_NONE)) return;
     if (atomic_load(&finished)) return;

@@ -113,6 +113,8 @@ WJ_HIDDEN void wj_before_exec(const char *target, char *const envp[]);
 WJ_HIDDEN uint64_t wj_proc_start_ticks(void);  // /proc/self/stat field 22, read once
 WJ_HIDDEN void wj_after_failed_exec(void);
 WJ_HIDDEN void wj_main_entered(void);
+WJ_HIDDEN void wj_flush_now(void);   // a periodic flush, on the calling thread
+#define WEDJAT_VERSION "0.1.0"
 WJ_HIDDEN void wj_set_exit_status(int status);
 WJ_HIDDEN extern int wj_main_seen;
 WJ_HIDDEN void wj_agent_atfork_prepare(void);

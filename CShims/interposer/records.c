@@ -15,7 +15,6 @@
 #include <cpuid.h>
 #endif
 
-#define WEDJAT_VERSION "0.1.0"
 #define WEDJAT_SCHEMA 1
 
 int64_t wj_epoch_us(uint64_t mono_ns) {
