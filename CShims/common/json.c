@@ -172,18 +172,38 @@ static void redact_url(wj_sb *b, const char *arg, const char *scheme_end) {
     if (frag) { sb_str(b, "#"); sb_str(b, mask); }
 }
 
+// "Authorization: Bearer x", "X-Api-Key: x" given as a plain argument (a script's own -H).
+static int secret_header_arg(const char *arg) {
+    const char *colon = strchr(arg, ':');
+    if (!colon || colon == arg || colon[1] != ' ') return 0;
+    for (const char *p = arg; p < colon; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+            return 0;
+    return has_secret_word(arg, (size_t)(colon - arg));
+}
+
 void wj_redact_arg(const char *previous, const char *arg, char *out, size_t cap) {
     wj_sb b = {out, cap, 0};
     if (cap) out[0] = 0;
     if (previous && in_list(previous, strlen(previous), secret_options, 0)) { sb_str(&b, mask); return; }
     if (previous && in_list(previous, strlen(previous), header_options, 0)) { redact_header(&b, arg); return; }
+    // Values glued to a short option: -uuser:pw, -HAuthorization: ..., -psecret.
+    if (arg[0] == '-' && arg[1] && arg[1] != '-' && arg[2]) {
+        if (in_list(arg, 2, secret_options, 0)) { sb_put(&b, arg, 2); sb_str(&b, mask); return; }
+        if (in_list(arg, 2, header_options, 0)) { sb_put(&b, arg, 2); redact_header(&b, arg + 2); return; }
+    }
     const char *scheme_end = strstr(arg, "://");
     if (scheme_end) { redact_url(&b, arg, scheme_end); return; }
+    if (secret_header_arg(arg)) { redact_header(&b, arg); return; }
     const char *eq = strchr(arg, '=');
     if (eq) {
         size_t n = (size_t)(eq - arg);
         if (in_list(arg, n, header_options, 0)) { sb_put(&b, arg, n + 1); redact_header(&b, eq + 1); return; }
-        if (has_secret_word(arg, n)) { sb_put(&b, arg, n + 1); sb_str(&b, mask); return; }
+        if (in_list(arg, n, secret_options, 0) || has_secret_word(arg, n)) { sb_put(&b, arg, n + 1); sb_str(&b, mask); return; }
     }
+    // A bearer or basic credential anywhere in the argument.
+    const char *cred = strstr(arg, "Bearer ");
+    if (!cred) cred = strstr(arg, "Basic ");
+    if (cred) { sb_put(&b, arg, (size_t)(strchr(cred, ' ') - arg) + 1); sb_str(&b, mask); return; }
     sb_str(&b, arg);
 }

@@ -64,6 +64,14 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     return 1;
 }
 
+void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len) {
+    pthread_mutex_lock(&lf->lock);
+    lf->header = header;
+    lf->header_len = len;
+    lf->header_landed = 0;
+    pthread_mutex_unlock(&lf->lock);
+}
+
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
     memset(lf, 0, sizeof *lf);
     pthread_mutex_init(&lf->lock, NULL);
@@ -107,7 +115,7 @@ static int open_log(wj_logfile *lf) {
     int fd = -1;
     if (reopen) {
         // The file we had: append to it if it is still there and still ours.
-        fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+        fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
         if (fd >= 0) {
             struct stat st;
             if (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != lf->ino ||
@@ -131,7 +139,7 @@ static int open_log(wj_logfile *lf) {
         if (fd < 0 && !reopen && errno == EEXIST) {
             // Created by an earlier attempt of ours that lost its fd before noting the file:
             // take it if it is a regular file of ours (never someone else's, never a link).
-            fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0);
+            fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
             struct stat st;
             if (fd >= 0 && (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
                 wj_sys_close(fd);
@@ -183,6 +191,23 @@ static int still_ours(wj_logfile *lf, int fd) {
     return 1;
 }
 
+// Whole or nothing: a short write is cut back so the file never ends in half a line.
+static int write_all(wj_logfile *lf, int fd, const char *buf, size_t len) {
+    size_t done = 0;
+    while (done < len) {
+        long n = wj_sys_write(fd, buf + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    if (done == len) {
+        lf->size += len;
+        return 1;
+    }
+    if (done > 0) syscall(SYS_ftruncate, fd, (long)lf->size);
+    return 0;
+}
+
 static void drop(wj_logfile *lf, size_t len) {
     lf->dropped_writes++;
     lf->dropped_bytes += len;
@@ -207,20 +232,17 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
         limit = (uint64_t)fs.rlim_cur;  // past it the kernel would send SIGXFSZ to the app
     if (lf->size + len > limit) { drop(lf, len); goto out; }
 
-    size_t done = 0;
-    while (done < len) {
-        long n = wj_sys_write(fd, buf + done, len - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        done += (size_t)n;
+    // Every file begins with its header (process_start): a file created anew (the old one was
+    // moved or deleted), emptied by someone, or whose first write failed gets it first.
+    if (lf->header && (!lf->header_landed || lf->size == 0)) {
+        if (lf->size + lf->header_len + len > limit || !write_all(lf, fd, lf->header, lf->header_len)) {
+            drop(lf, len);
+            goto out;
+        }
+        lf->header_landed = 1;
     }
-    if (done == len) {
-        lf->size += len;
-        ok = 1;
-    } else {
-        if (done > 0) syscall(SYS_ftruncate, fd, (long)lf->size);  // no half lines
-        drop(lf, len);
-    }
+    if (write_all(lf, fd, buf, len)) ok = 1;
+    else drop(lf, len);
 out:
     pthread_mutex_unlock(&lf->lock);
     errno = saved_errno;

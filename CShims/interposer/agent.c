@@ -12,6 +12,7 @@
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -46,6 +47,7 @@ static int start_written;
 static char out_buf[64 * 1024];
 static size_t out_len;
 static char line_buf[64 * 1024];
+static char start_line[64 * 1024];
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, 0, 0);
@@ -131,11 +133,14 @@ static uint64_t event_time(const wj_event *ev) {
 // Drain the rings and write everything that is ready. Called with agent_lock held.
 static void flush_locked(int final, int tid) {
     if (!start_written) {
+        // process_start is the log writer's header: it lands before anything else in every
+        // file this image writes (including one recreated after a move or a full disk).
         start_written = 1;
         wj_logfile_lock_fds(&wj_proc.log);  // it reads /proc files
-        size_t len = wj_format_process_start(line_buf, sizeof line_buf);
+        size_t len = wj_format_process_start(start_line, sizeof start_line);
         wj_logfile_unlock_fds(&wj_proc.log);
-        append(C_START, len);
+        if (len) wj_logfile_set_header(&wj_proc.log, start_line, len);
+        else c_dropped_records++;
     }
     // Both rings, merged in time order: a connection names the host its address was resolved
     // from just before, so a lookup must be seen before the connect that followed it.
@@ -191,6 +196,7 @@ static void flush_locked(int final, int tid) {
         size_t n = 0;
         counts[0] = 0;
         if (agent_lib_state > 0) n = agent_ops.record_counts(counts, sizeof counts);
+        c_written[C_START] = wj_proc.log.header != 0;  // lands with the batch below at the latest
         for (int t = 0; t < C_TYPES; t++)
             if (c_written[t] + c_pending[t] && n < sizeof counts)
                 n += (size_t)snprintf(counts + n, sizeof counts - n, "\"%s\":%llu,", c_type_names[t],
@@ -202,6 +208,23 @@ static void flush_locked(int final, int tid) {
                                             c_dropped_records + agent_dropped, untracked, open));
     }
     write_out();
+}
+
+// When main() called pthread_exit and the app's last thread ends, glibc calls exit(0) once no
+// thread is left, but the agent thread is still one: without this the process would never
+// end. True when every thread but this one is gone (the leader stays a zombie until then).
+static int last_thread_standing(void) {
+    char stat[1024];
+    if (wj_read_file("/proc/self/stat", stat, sizeof stat) <= 0) return 0;
+    const char *f = wj_stat_field(stat, 20);  // num_threads
+    long threads = f ? strtol(f, 0, 10) : 0;
+    if (threads != 2) return threads == 1;
+    // Two: this thread and one more. Done only if that one is the exited (zombie) leader.
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", wj_proc.pid);
+    if (wj_read_file(path, stat, sizeof stat) <= 0) return 0;
+    const char *state = wj_stat_field(stat, 3);
+    return state && (*state == 'Z' || *state == 'X');
 }
 
 static void *agent_main(void *arg) {
@@ -228,6 +251,18 @@ static void *agent_main(void *arg) {
         uint64_t before = atomic_load(&wj_event_ring.deq);
         flush_locked(0, 0);
         idle_rounds = atomic_load(&wj_event_ring.deq) == before ? idle_rounds + 1 : 0;
+        wj_logfile_lock_fds(&wj_proc.log);  // it reads /proc files
+        int alone = wj_main_seen && last_thread_standing();
+        wj_logfile_unlock_fds(&wj_proc.log);
+        if (alone) {
+            // Do what glibc would have done on the app's last thread: exit(0), after our end.
+            atomic_store(&finished, 1);
+            wj_proc.end_reason = WJ_END_EXIT;
+            wj_set_exit_status(0);
+            flush_locked(1, wj_gettid());
+            pthread_mutex_unlock(&agent_lock);
+            WJ_REAL(exit)(0);
+        }
         pthread_mutex_unlock(&agent_lock);
     }
 }
@@ -287,8 +322,22 @@ void wj_agent_atfork_child(void) {
 
 // ---------------------------------------------------------------- main, exit, exec
 
-void wj_main_entered(void) {
+char wj_argv_copy[32768];
+size_t wj_argv_len;
+int wj_argv_truncated;
+
+void wj_main_entered(int argc, char **argv) {
     wj_proc.main_mono_ns = wj_now_ns();
+    // Copied before the program can rewrite its argv area (setproctitle), which would also
+    // defeat the redaction of what it held.
+    size_t used = 0;
+    for (int i = 0; i < argc && argv && argv[i]; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        if (used + n > sizeof wj_argv_copy) { wj_argv_truncated = 1; break; }
+        memcpy(wj_argv_copy + used, argv[i], n);
+        used += n;
+    }
+    wj_argv_len = used;
     wj_main_seen = 1;
 }
 

@@ -353,7 +353,7 @@ WJ_EXPORT void closefrom(int lo) {
 static int (*wj_app_main)(int, char **, char **);
 
 static int main_wrapper(int argc, char **argv, char **envp) {
-    wj_main_entered();
+    wj_main_entered(argc, argv);
     int status = wj_app_main(argc, argv, envp);
     wj_set_exit_status(status);
     return status;
@@ -392,7 +392,7 @@ WJ_EXPORT void exit(int status) {
 }
 
 static void finish_now(int reason, int status) {
-    if (wj_enter()) {
+    if (wj_enter_ending()) {
         wj_finish(reason, status, 1);
         wj_leave();
     }
@@ -417,7 +417,7 @@ WJ_EXPORT void quick_exit(int status) {
 }
 
 WJ_EXPORT void abort(void) {
-    if (wj_enter()) {
+    if (wj_enter_ending()) {
         wj_finish(WJ_END_ABORT, 0, 0);
         wj_leave();
     }

@@ -100,6 +100,7 @@ WJ_HIDDEN extern int wj_disabled;   // AT_SECURE, WEDJAT_DISABLE, or init failur
 // not already inside wedjat on this thread, not in a vfork child. Pair with wj_leave().
 WJ_HIDDEN int wj_enter(void);
 WJ_HIDDEN void wj_leave(void);
+WJ_HIDDEN int wj_enter_ending(void);  // wj_enter for exit paths: also from inside a hook (signal handler)
 
 WJ_HIDDEN void wj_push(wj_event *ev);          // fills tid; drops and counts when full
 WJ_HIDDEN void wj_push_dns(wj_dns_event *ev);
@@ -112,7 +113,11 @@ WJ_HIDDEN void wj_finish(int reason, int status, int has_status);
 WJ_HIDDEN void wj_before_exec(const char *target, char *const envp[]);
 WJ_HIDDEN uint64_t wj_proc_start_ticks(void);  // /proc/self/stat field 22, read once
 WJ_HIDDEN void wj_after_failed_exec(void);
-WJ_HIDDEN void wj_main_entered(void);
+WJ_HIDDEN void wj_main_entered(int argc, char **argv);
+// argv as main() received it, NUL-separated (programs such as nginx rewrite it later).
+WJ_HIDDEN extern char wj_argv_copy[32768];
+WJ_HIDDEN extern size_t wj_argv_len;
+WJ_HIDDEN extern int wj_argv_truncated;
 WJ_HIDDEN void wj_flush_now(void);   // a periodic flush, on the calling thread
 #define WEDJAT_VERSION "0.1.0"
 WJ_HIDDEN void wj_set_exit_status(int status);
@@ -134,6 +139,7 @@ WJ_HIDDEN size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int 
                                        uint64_t dropped_events, uint64_t dropped_records,
                                        uint64_t untracked, uint64_t open_connections);
 WJ_HIDDEN int64_t wj_epoch_us(uint64_t mono_ns);
+WJ_HIDDEN const char *wj_stat_field(const char *stat, int n);
 
 // Called from the vfork trampoline: marks this thread so hooks run in the child pass
 // straight through; returns the real vfork.

@@ -75,16 +75,23 @@ static void cpu_model(char *out, size_t cap) {
     }
 }
 
+// Field n (1-based, as in proc(5)) of a /proc/.../stat line; the command name (field 2) may
+// hold spaces and parentheses, so counting starts after its last ')'.
+const char *wj_stat_field(const char *stat, int n) {
+    const char *p = strrchr(stat, ')');
+    if (!p || n < 3) return 0;
+    p++;  // the space before field 3
+    for (int field = 3; field < n && p; field++) p = strchr(p + 1, ' ');
+    return p ? p + 1 : 0;
+}
+
 // Field 22 of /proc/self/stat (start time in clock ticks since boot); shared by an exec chain.
 static int read_start_ticks(unsigned long long *ticks) {
     char stat[1024];
     if (wj_read_file("/proc/self/stat", stat, sizeof stat) <= 0) return 0;
-    char *p = strrchr(stat, ')');
-    if (!p) return 0;
-    p++;
-    for (int field = 3; field < 22 && p; field++) p = strchr(p + 1, ' ');
-    if (!p) return 0;
-    *ticks = strtoull(p + 1, 0, 10);
+    const char *f = wj_stat_field(stat, 22);
+    if (!f) return 0;
+    *ticks = strtoull(f, 0, 10);
     return 1;
 }
 
@@ -140,10 +147,17 @@ size_t wj_format_process_start(char *buf, size_t cap) {
 
     // argv as the kernel holds it; each argument redacted per WEDJAT_ARGV. A huge argv is cut
     // (argv_truncated) so process_start always fits.
-    static char cmdline[32768];
+    // argv as main() got it; before main (or without it), what the kernel holds now.
+    static char proc_cmdline[32768];
     static char redacted[4096];
-    long len = wj_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-    int truncated = len >= (long)sizeof cmdline - 1;
+    const char *cmdline = wj_argv_copy;
+    long len = (long)wj_argv_len;
+    int truncated = wj_argv_truncated;
+    if (!wj_main_seen) {
+        len = wj_read_file("/proc/self/cmdline", proc_cmdline, sizeof proc_cmdline);
+        truncated = len >= (long)sizeof proc_cmdline - 1;
+        cmdline = proc_cmdline;
+    }
     wj_json_begin_array(&j, "argv");
     const char *previous = 0;
     for (long off = 0, index = 0; len > 0 && off < len; index++) {

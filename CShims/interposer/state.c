@@ -126,6 +126,16 @@ int wj_enter(void) {
 
 void wj_leave(void) { wj_thread_flags &= ~WJ_T_INSIDE; }
 
+// For the paths that end the process (_exit, abort, ...): they may run in a signal handler
+// that interrupted a hook of ours on this thread, and the process still needs its end.
+int wj_enter_ending(void) {
+    int f = wj_thread_flags;
+    if (atomic_load_explicit(&wj_init_state, memory_order_acquire) != 2 || wj_disabled || (f & WJ_T_INTERNAL)) return 0;
+    if (WJ_UNLIKELY(f & WJ_T_VFORK) && vfork_child()) return 0;
+    wj_thread_flags = f | WJ_T_INSIDE;
+    return 1;
+}
+
 void *wj_vfork_prepare(void) {
     wj_thread_flags |= WJ_T_VFORK;
     return (void *)WJ_REAL(vfork);

@@ -166,11 +166,17 @@ typedef struct wj_logfile {
     uint64_t dropped_writes;   // write calls (batches of whole lines) that could not land
     uint64_t dropped_bytes;
     int reopen_count;
+    const char *header;        // written first into every new or emptied file (process_start)
+    size_t header_len;
+    int header_landed;
     char path[WJ_PATH_MAX];
     char error[WJ_WARNING_LEN]; // why the file could not be created, if it could not
 } wj_logfile;
 
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes);
+// The line every file must begin with; the buffer must stay valid. Written before the next
+// batch and again whenever the file is recreated or found empty.
+void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len);
 // The fd currently used for the log, -1 if none (Swift cannot see _Atomic fields).
 int wj_logfile_fd(wj_logfile *lf);
 // Writes whole lines; returns 1 if all landed, 0 if dropped (counted in the struct).

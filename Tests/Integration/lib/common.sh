@@ -102,3 +102,22 @@ src = sys.stdin.read()
 run_checks(lambda: exec(compile(src, "<test snippet>", "exec"), globals()))
 ' "$@"
 }
+
+# rss_sample PID: prints "VMRSS_KB WJ_STATIC_KB" for a running process: its VmRSS and the
+# resident part of libwedjat.so's zero-initialised static data (the anonymous mapping right
+# after the library's last file mapping: the event ring and line buffers, whose pages become
+# resident as they are first written, up to their fixed size). "gone" if PID has ended.
+rss_sample() {
+    local pid=$1 rss
+    rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$rss" ] || { echo gone; return 0; }
+    awk -v rss="$rss" '
+        /^[0-9a-f]+-[0-9a-f]+ / {
+            split($1, r, "-")
+            bss = (prev_wj && NF == 5 && r[1] == prev_end)
+            prev_wj = ($6 ~ /\/libwedjat\.so$/); prev_end = r[2]
+            next
+        }
+        /^Rss:/ { if (bss) static += $2 }
+        END { print rss, static + 0 }' "/proc/$pid/smaps" 2>/dev/null || echo gone
+}

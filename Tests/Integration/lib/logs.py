@@ -185,6 +185,38 @@ def run_checks(fn):
         sys.exit(1)
 
 
+def load_lines(path):
+    """Every record of one file, checked line by line only: each line a JSON object with
+    type, ts (integer) and pid, the file ending in a newline. No rule about which record
+    comes first or last (for files wedjat reopened after they were moved or truncated, and
+    for exec_failed images that go on after a process_end). Returns a list of dicts."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data and not data.endswith(b"\n"):
+        nlines = data.count(b"\n") + 1
+        raise LogError(f"{path}:{nlines}: last line is not terminated (half a line)")
+    out = []
+    for lineno, raw in enumerate(data.split(b"\n")[:-1], 1):
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise LogError(f"{path}:{lineno}: not JSON ({e}): {raw[:200]!r}")
+        if not isinstance(rec, dict) or any(k not in rec for k in ("type", "ts", "pid")) \
+                or not isinstance(rec["ts"], int):
+            raise LogError(f"{path}:{lineno}: not a record with type/ts/pid: {raw[:200]!r}")
+        out.append(rec)
+    return out
+
+
+def load_dir_lines(d):
+    """{path: load_lines(path)} for every *.ndjson file of d (any name: also wedjat's
+    `.rN` files); a missing directory gives {}."""
+    if not os.path.isdir(d):
+        return {}
+    return {os.path.join(d, f): load_lines(os.path.join(d, f))
+            for f in sorted(os.listdir(d)) if ".ndjson" in f}
+
+
 def _main(argv):
     if len(argv) < 3 or argv[1] not in ("check", "dump"):
         print(__doc__)
