@@ -15,6 +15,12 @@ have strace || need+=(strace)
 have nginx || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 have redis-server || need+=(redis-server)
 have wrk || need+=(wrk)
+have faketime || need+=(faketime)
+have valgrind || need+=(valgrind)
+have unshare || need+=(util-linux)
+[ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || need+=(libjemalloc2)
+gcc -print-file-name=libtsan.so | grep -q / || need+=(libtsan2)
+[ -e "$(gcc -print-file-name=libc.a)" ] || need+=(libc6-dev)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "deps: installing ${need[*]}" >&2
 sudo=""
