@@ -18,5 +18,8 @@ mkdir -p "$prefix/bin" "$prefix/lib"
 # The CLI finds its library as ../lib/libwedjat.so next to its own (real) path: copy it.
 cp "$(swift build --show-bin-path)/wedjat-cli" "$prefix/bin/wedjat"
 
+echo "== fuzzing, short run (scripts/fuzz.sh 600 for a long one)"
+"$root/scripts/fuzz.sh" 5
+
 echo "== integration tests"
 "$root/Tests/Integration/run.sh" "$prefix/lib" "$prefix/bin/wedjat"
