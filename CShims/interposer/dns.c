@@ -97,32 +97,42 @@ WJ_EXPORT int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host
 }
 
 // The gethostbyname family reports errors through h_errno, which we leave as it was.
-WJ_EXPORT struct hostent *gethostbyname(const char *name) {
-    if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname)(name);
+// `lookup` performs the real call; `name`/`af` describe it for the record.
+static struct hostent *timed_gethostbyname(const char *name, int af, struct hostent *(*lookup)(const char *, int)) {
     wj_dns_event ev;
-    begin(&ev, WJ_DNS_GETHOSTBYNAME, name, AF_INET);
-    struct hostent *h = WJ_REAL(gethostbyname)(name);
+    begin(&ev, WJ_DNS_GETHOSTBYNAME, name, af);
+    struct hostent *h = lookup(name, af);
     int err = errno, herr = h_errno;
     add_hostent(&ev, h);
     finish(&ev, h ? 0 : herr);
-    wj_leave();
     h_errno = herr;
     errno = err;
     return h;
 }
 
+static struct hostent *real_gethostbyname(const char *name, int af) { (void)af; return WJ_REAL(gethostbyname)(name); }
+static struct hostent *real_gethostbyname2(const char *name, int af) { return WJ_REAL(gethostbyname2)(name, af); }
+
+WJ_EXPORT struct hostent *gethostbyname(const char *name) {
+    if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname)(name);
+    struct hostent *h = timed_gethostbyname(name, AF_INET, real_gethostbyname);
+    wj_leave();
+    return h;
+}
+
 WJ_EXPORT struct hostent *gethostbyname2(const char *name, int af) {
     if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname2)(name, af);
-    wj_dns_event ev;
-    begin(&ev, WJ_DNS_GETHOSTBYNAME, name, af);
-    struct hostent *h = WJ_REAL(gethostbyname2)(name, af);
-    int err = errno, herr = h_errno;
-    add_hostent(&ev, h);
-    finish(&ev, h ? 0 : herr);
+    struct hostent *h = timed_gethostbyname(name, af, real_gethostbyname2);
     wj_leave();
-    h_errno = herr;
-    errno = err;
     return h;
+}
+
+// The reentrant forms: r is the call's result; ERANGE means "retry with a larger buffer",
+// not a lookup result, so it is not reported.
+static void report_r(wj_dns_event *ev, int r, struct hostent **result, int *h_errnop) {
+    if (r == ERANGE) return;
+    if (result && *result) add_hostent(ev, *result);
+    finish(ev, result && *result ? 0 : (h_errnop ? *h_errnop : r));
 }
 
 WJ_EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen, struct hostent **result,
@@ -132,11 +142,7 @@ WJ_EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, 
     begin(&ev, WJ_DNS_GETHOSTBYNAME, name, AF_INET);
     int r = WJ_REAL(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
     int err = errno;
-    // ERANGE: the caller retries with a larger buffer; that is not a lookup result.
-    if (r != ERANGE) {
-        if (result && *result) add_hostent(&ev, *result);
-        finish(&ev, result && *result ? 0 : (h_errnop ? *h_errnop : r));
-    }
+    report_r(&ev, r, result, h_errnop);
     wj_leave();
     errno = err;
     return r;
@@ -149,10 +155,7 @@ WJ_EXPORT int gethostbyname2_r(const char *name, int af, struct hostent *ret, ch
     begin(&ev, WJ_DNS_GETHOSTBYNAME, name, af);
     int r = WJ_REAL(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop);
     int err = errno;
-    if (r != ERANGE) {
-        if (result && *result) add_hostent(&ev, *result);
-        finish(&ev, result && *result ? 0 : (h_errnop ? *h_errnop : r));
-    }
+    report_r(&ev, r, result, h_errnop);
     wj_leave();
     errno = err;
     return r;

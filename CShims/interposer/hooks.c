@@ -129,15 +129,9 @@ static void mark_connected(wj_fd_entry *e, uint64_t now) {
 // The connection ends here with `err` (a connect that failed after all).
 static void connect_failed(int fd, wj_fd_entry *e, int err) {
     wj_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = WJ_EV_CONN_CLOSE;
+    if (!wj_take_close(fd, e, wj_now_ns(), &ev)) return;
     ev.err = err;
-    ev.fd = fd;
-    ev.role = WJ_ROLE_CLIENT;
-    ev.t_start = e->t_open;
-    ev.t_end = wj_now_ns();
-    ev.conn_id = atomic_exchange(&e->conn_id, 0);
-    if (ev.conn_id) wj_push(&ev);
+    wj_push(&ev);
 }
 
 static int connect_error(int r, int err) {
