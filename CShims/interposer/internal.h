@@ -125,7 +125,6 @@ WJ_HIDDEN extern int wj_main_seen;
 WJ_HIDDEN void wj_agent_atfork_prepare(void);
 WJ_HIDDEN void wj_agent_atfork_parent(void);
 WJ_HIDDEN void wj_agent_atfork_child(void);
-WJ_HIDDEN int wj_is_agent_thread(void);
 WJ_HIDDEN void wj_mark_agent_thread(void);
 WJ_HIDDEN int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out);
 WJ_HIDDEN const char *wj_errno_name(int err);

@@ -315,5 +315,4 @@ __attribute__((destructor)) static void wj_destructor(void) {
     wj_finish(WJ_END_EXIT, 0, 0);
 }
 
-int wj_is_agent_thread(void) { return (wj_thread_flags & WJ_T_INTERNAL) != 0; }
 void wj_mark_agent_thread(void) { wj_thread_flags |= WJ_T_INTERNAL; }

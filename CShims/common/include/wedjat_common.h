@@ -13,8 +13,6 @@
 extern "C" {
 #endif
 
-#define WJ_VISIBLE __attribute__((visibility("default")))
-
 // ---------------------------------------------------------------- events
 
 enum {
