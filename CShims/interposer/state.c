@@ -68,18 +68,23 @@ static void fill_tcp_info(int fd, wj_event *ev) {
     ev->lost = ti.tcpi_lost;
 }
 
+// Byte counts, phase times and TCP_INFO of fd's connection, as close records carry them.
+static void copy_counters(int fd, wj_fd_entry *e, wj_event *ev) {
+    ev->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
+    ev->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
+    ev->t_connected = e->t_connected;
+    ev->t_first_out = e->t_first_out;
+    ev->t_first_in = e->t_first_in;
+    ev->t_last_io = e->t_last_io;
+    fill_tcp_info(fd, ev);
+}
+
 int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out) {
     wj_fd_entry *e = wj_fd_tracked(fd);
     if (!e || atomic_load(&e->conn_id) != conn_id) return 0;
     memset(out, 0, sizeof *out);
     out->conn_id = conn_id;
-    out->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
-    out->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
-    out->t_connected = e->t_connected;
-    out->t_first_out = e->t_first_out;
-    out->t_first_in = e->t_first_in;
-    out->t_last_io = e->t_last_io;
-    fill_tcp_info(fd, out);
+    copy_counters(fd, e, out);
     return 1;
 }
 
@@ -163,13 +168,7 @@ int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev) {
     ev->role = (uint8_t)e->role;
     ev->t_start = e->t_open;
     ev->t_end = now;
-    ev->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
-    ev->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
-    ev->t_connected = e->t_connected;
-    ev->t_first_out = e->t_first_out;
-    ev->t_first_in = e->t_first_in;
-    ev->t_last_io = e->t_last_io;
-    fill_tcp_info(fd, ev);  // the socket is still open here
+    copy_counters(fd, e, ev);  // the socket is still open here
     return 1;
 }
 
