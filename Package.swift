@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .library(name: "wedjat-agent", type: .dynamic, targets: ["WedjatAgent"]),
         .executable(name: "wedjat-cli", targets: ["WedjatCLI"]),
+        .executable(name: "wedjat-http-bench", targets: ["WedjatHTTPBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -36,6 +37,8 @@ let package = Package(
             "WedjatAnalysis",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // Benchmark of the HTTP/1.x parser (scripts/bench/http_parse.sh).
+        .executableTarget(name: "WedjatHTTPBench", dependencies: ["WedjatCore"]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
         .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis"], exclude: ["Fixtures", "Golden"]),
     ],

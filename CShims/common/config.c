@@ -43,12 +43,38 @@ static int is_one_of(const char *v, const char *const *words) {
     return 0;
 }
 
+// WEDJAT_REDACT: a comma-separated list of query, userinfo, fragment; or all; or none.
+static void parse_redact(wj_config *cfg, const char *v) {
+    if (strcasecmp(v, "all") == 0) { cfg->redact = WJ_REDACT_ALL; return; }
+    if (strcasecmp(v, "none") == 0) { cfg->redact = 0; return; }
+    int bits = 0;
+    const char *p = v;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == 5 && strncasecmp(p, "query", 5) == 0) bits |= WJ_REDACT_QUERY;
+        else if (n == 8 && strncasecmp(p, "userinfo", 8) == 0) bits |= WJ_REDACT_USERINFO;
+        else if (n == 8 && strncasecmp(p, "fragment", 8) == 0) bits |= WJ_REDACT_FRAGMENT;
+        else {
+            warn(cfg, "WEDJAT_REDACT", v, "expected all, none, or a list of query, userinfo, fragment; using all");
+            return;
+        }
+        p += n;
+        if (*p == ',') p++;
+    }
+    cfg->redact = bits;
+}
+
 void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned uid) {
     memset(cfg, 0, sizeof *cfg);
     cfg->argv_mode = WJ_ARGV_REDACT;
     cfg->flush_ms = 200;
     cfg->max_connections = 65536;
     cfg->log_max_mb = 256;
+    cfg->http = 1;
+    cfg->capture_bytes = 8192;
+    cfg->redact = WJ_REDACT_ALL;
+    cfg->http_records = 200;
     snprintf(cfg->dir, sizeof cfg->dir, "/tmp/wedjat-%u", uid);
 
     static const char *const yes[] = {"1", "true", "yes", "on", 0};
@@ -86,6 +112,18 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
         else warn(cfg, "WEDJAT_ARGV", v, "expected full, redact or none; using redact");
     }
 
+    v = lookup("WEDJAT_HTTP", ctx);
+    if (v) {
+        if (is_one_of(v, yes)) cfg->http = 1;
+        else if (is_one_of(v, no)) cfg->http = 0;
+        else warn(cfg, "WEDJAT_HTTP", v, "expected 0 or 1; using 1");
+    }
+
+    v = lookup("WEDJAT_REDACT", ctx);
+    if (v) parse_redact(cfg, v);
+
+    int_setting(cfg, lookup, ctx, "WEDJAT_CAPTURE_BYTES", 0, 65536, &cfg->capture_bytes);
+    int_setting(cfg, lookup, ctx, "WEDJAT_HTTP_RECORDS", 0, 1000000, &cfg->http_records);
     int_setting(cfg, lookup, ctx, "WEDJAT_FLUSH_MS", 10, 60000, &cfg->flush_ms);
     int_setting(cfg, lookup, ctx, "WEDJAT_MAX_CONNECTIONS", 16, 1048576, &cfg->max_connections);
     int_setting(cfg, lookup, ctx, "WEDJAT_LOG_MAX_MB", 1, 1048576, &cfg->log_max_mb);
@@ -95,7 +133,8 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
 void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
     static const char *const known[] = {
         "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
-        "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", 0};
+        "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", "WEDJAT_HTTP",
+        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", 0};
     if (!envp) return;
     for (; *envp; envp++) {
         const char *e = *envp;

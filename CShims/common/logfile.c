@@ -230,6 +230,10 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
     uint64_t limit = lf->max_bytes;
     if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY && (uint64_t)fs.rlim_cur < limit)
         limit = (uint64_t)fs.rlim_cur;  // past it the kernel would send SIGXFSZ to the app
+    // The last 1/16 (at most 64 KiB) is kept for process_end: a full log still says how the
+    // process ended and what was dropped.
+    uint64_t reserve = limit / 16 < 65536 ? limit / 16 : 65536;
+    if (!lf->final_phase) limit -= reserve;
     if (lf->size + len > limit) { drop(lf, len); goto out; }
 
     // Every file begins with its header (process_start): a file created anew (the old one was

@@ -23,6 +23,7 @@ enum { AGENT_NONE = 0, AGENT_RUNNING = 1, AGENT_FAILED = 2 };
 static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int agent_state;
 static _Atomic uint32_t wake_word;       // futex: bumped to wake the agent early
+static _Atomic int nudged;               // a producer already woke the agent for this drain
 static _Atomic uint32_t final_requested;
 static _Atomic uint32_t final_done;      // futex: set when the agent finished the final flush
 static _Atomic int finished;             // this image's final flush has happened or is under way
@@ -109,6 +110,7 @@ static int ensure_agent_library(void) {
     agent_api.proc = &wj_proc;
     agent_api.errno_name = wj_errno_name;
     agent_api.conn_snapshot = wj_conn_snapshot;
+    agent_api.conn_want = wj_conn_want;
     if (!init || init(&agent_api, &agent_ops) != 0) {
         snprintf(agent_error, sizeof agent_error, "%.200s does not match this libwedjat.so", path);
         return 0;
@@ -142,14 +144,25 @@ static void flush_locked(int final, int tid) {
         if (len) wj_logfile_set_header(&wj_proc.log, start_line, len);
         else c_dropped_records++;
     }
-    // Both rings, merged in time order: a connection names the host its address was resolved
-    // from just before, so a lookup must be seen before the connect that followed it.
-    wj_event ev;
-    wj_dns_event dns;
+    // The rings, merged in time order: a connection names the host its address was resolved
+    // from just before, so a lookup must be seen before the connect that followed it; and the
+    // bytes of a connection come between its open and close events.
+    static wj_event ev;
+    static wj_dns_event dns;
+    static wj_payload payload;
+    int have_payload = wj_ring_pop(&wj_payload_ring, &payload);
     int have_ev = wj_ring_pop(&wj_event_ring, &ev);
     int have_dns = wj_ring_pop(&wj_dns_ring, &dns);
-    while (have_ev || have_dns) {
-        if (have_dns && (!have_ev || dns.t_end <= event_time(&ev))) {
+    while (have_ev || have_dns || have_payload) {
+        // A ring found empty is asked again before anything is taken from another: an event
+        // pushed into it just now may precede (and belong before) the heads of the others,
+        // such as a connection's open event and its first bytes.
+        if (!have_ev) have_ev = wj_ring_pop(&wj_event_ring, &ev);
+        if (!have_dns) have_dns = wj_ring_pop(&wj_dns_ring, &dns);
+        uint64_t t_ev = have_ev ? event_time(&ev) : UINT64_MAX;
+        uint64_t t_dns = have_dns ? dns.t_end : UINT64_MAX;
+        uint64_t t_payload = have_payload ? payload.t : UINT64_MAX;
+        if (have_dns && t_dns <= t_ev && t_dns <= t_payload) {
             if (ensure_agent_library_locked()) {
                 write_out();
                 agent_ops.handle_dns(&dns);
@@ -157,6 +170,14 @@ static void flush_locked(int final, int tid) {
                 events_without_agent++;
             }
             have_dns = wj_ring_pop(&wj_dns_ring, &dns);
+            continue;
+        }
+        if (have_payload && t_payload < t_ev) {
+            if (ensure_agent_library_locked()) {
+                write_out();
+                agent_ops.handle_payload(&payload);
+            }
+            have_payload = wj_ring_pop(&wj_payload_ring, &payload);
             continue;
         }
         if (ev.kind == WJ_EV_FORK) {
@@ -204,6 +225,8 @@ static void flush_locked(int final, int tid) {
         if (n && n < sizeof counts && counts[n - 1] == ',') counts[--n] = 0;
         uint64_t untracked = wj_proc.untracked_fds + (agent_lib_state > 0 ? agent_ops.untracked_connections() : 0);
         uint64_t open = agent_lib_state > 0 ? agent_ops.open_connections() : 0;
+        write_out();
+        wj_proc.log.final_phase = 1;
         append(C_END, wj_format_process_end(line_buf, sizeof line_buf, now, tid, counts, drop_events,
                                             c_dropped_records + agent_dropped, untracked, open));
     }
@@ -232,6 +255,7 @@ static void *agent_main(void *arg) {
     wj_mark_agent_thread();
     int idle_rounds = 0;
     for (;;) {
+        atomic_store(&nudged, 0);
         uint32_t seen = atomic_load(&wake_word);
         if (!atomic_load(&final_requested)) {
             // Drain often while events flow (the ring is bounded), at the flush interval when idle.
@@ -361,6 +385,16 @@ static int wait_final_done(long ms) {
         futex(&final_done, FUTEX_WAIT_PRIVATE, 0, &ts);
     }
     return 1;
+}
+
+// A ring is filling faster than the agent's pace drains it: wake it now (one futex wake per
+// drain at most; FUTEX_WAKE never blocks).
+void wj_agent_nudge(void) {
+    if (atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_RUNNING ||
+        atomic_exchange_explicit(&nudged, 1, memory_order_relaxed))
+        return;
+    atomic_fetch_add(&wake_word, 1);
+    futex(&wake_word, FUTEX_WAKE_PRIVATE, 1, 0);
 }
 
 void wj_finish(int reason, int status, int has_status) {

@@ -10,10 +10,15 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/sendfile.h>
+#include <sys/select.h>
+#include <sys/epoll.h>
+#include <poll.h>
+#include <signal.h>
 #include <netdb.h>
 #include <time.h>
 
 #define WJ_HIDDEN __attribute__((visibility("hidden")))
+#define WJ_EXPORT __attribute__((visibility("default")))
 #define WJ_LIKELY(x) __builtin_expect(!!(x), 1)
 #define WJ_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -21,14 +26,14 @@ enum { WJ_IN = 0, WJ_OUT = 1 };
 
 // ---- real functions: one typedef and one lazily resolved slot per table entry
 #define WJ_HOOK(ret, name, params, args) typedef ret (*wj_fn_##name) params;
-#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted) typedef ret (*wj_fn_##name) params;
+#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted, bufs) typedef ret (*wj_fn_##name) params;
 #include "hooks.def"
 #undef WJ_HOOK
 #undef WJ_IO_HOOK
 
 typedef struct wj_real_table {
 #define WJ_HOOK(ret, name, params, args) wj_fn_##name name;
-#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted) wj_fn_##name name;
+#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted, bufs) wj_fn_##name name;
 #include "hooks.def"
 #undef WJ_HOOK
 #undef WJ_IO_HOOK
@@ -46,54 +51,105 @@ WJ_HIDDEN void *wj_resolve(const char *name);
         return f;                                                   \
     }
 #define WJ_HOOK(ret, name, params, args) WJ_RESOLVER(name)
-#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted) WJ_RESOLVER(name)
+#define WJ_IO_HOOK(ret, name, params, args, fd, dir, counted, bufs) WJ_RESOLVER(name)
 #include "hooks.def"
 #undef WJ_HOOK
 #undef WJ_IO_HOOK
 #define WJ_REAL(name) (wj_real_##name())
 
-// ---- per-fd connection state. Two levels so that large fd numbers cost memory only when
-// used: 1024 chunks of 1024 entries, each chunk mmap'ed the first time a socket lands in it.
+// ---- connections. A connection is a socket as the kernel sees it: it lives in a slot of a
+// pool, and every fd that refers to it (dup, dup2, fcntl F_DUPFD) holds a reference from the
+// fd table. It ends when its last fd is closed, as the socket does. Both tables are two-level
+// so that large numbers cost memory only when used: chunks mmap'ed on first use.
 #define WJ_FD_CHUNK_BITS 10
 #define WJ_FD_CHUNK (1u << WJ_FD_CHUNK_BITS)
 #define WJ_FD_CHUNKS 1024u
 #define WJ_FD_MAX (WJ_FD_CHUNK * WJ_FD_CHUNKS)
+#define WJ_CONN_CHUNK_BITS 10
+#define WJ_CONN_CHUNK (1u << WJ_CONN_CHUNK_BITS)
+#define WJ_CONN_CHUNKS 1024u
+#define WJ_CONN_MAX (WJ_CONN_CHUNK * WJ_CONN_CHUNKS)
 
-typedef struct wj_fd_entry {
-    _Atomic uint64_t conn_id;   // 0: not a tracked connection
-    uint64_t generation;        // equals wj_fd_generation while valid (bumped in fork children)
-    _Atomic uint64_t bytes_in;
-    _Atomic uint64_t bytes_out;
-    uint64_t t_open;
-    uint32_t role;
-    _Atomic uint32_t connecting;  // non-blocking connect not yet known to have completed
-    // Phase times (CLOCK_MONOTONIC ns, 0 = not yet). Plain stores: a racing writer can only
-    // replace one of two nearly equal times with the other.
-    uint64_t t_connected;
-    uint64_t t_first_out;
-    uint64_t t_first_in;
-    uint64_t t_last_io;
-    uint64_t reserved[2];
-} wj_fd_entry;  // 96 bytes
+// Every field is atomic and accessed relaxed (plain moves on x86-64): a slot is reused when
+// the kernel reuses the socket's number, an order ThreadSanitizer cannot see.
+typedef struct wj_conn {
+    _Atomic uint64_t state;      // (generation << 2) | WJ_SLOT_*
+    _Atomic uint64_t conn_id;    // 0 while being set up or torn down
+    _Atomic uint32_t refs;       // fds referring to it
+    _Atomic uint32_t connecting; // non-blocking connect not yet known to have completed
+    _Atomic uint8_t role, transport, family, tls;  // tls: WJ_TLS_* once a TLS call named it
+    _Atomic uint8_t http;        // capture bytes for the HTTP parser
+    _Atomic uint8_t err_phase;
+    _Atomic uint16_t tls_version;
+    _Atomic int32_t err;         // first error: failed connect, I/O error, TLS failure
+    _Atomic int32_t epfd;        // epoll set it was registered in while connecting (-1 none)
+    _Atomic uint64_t epdata;     // and the data registered with it
+    _Atomic uint64_t bytes_in, bytes_out;
+    _Atomic uint64_t plain_in, plain_out;   // TLS plaintext stream offsets
+    _Atomic uint64_t want_in, want_out;     // the parser needs bytes from these offsets on
+    _Atomic uint64_t want_plain_in, want_plain_out;
+    _Atomic uint64_t t_open, t_connected, t_first_out, t_first_in, t_last_io, t_shutdown;
+    _Atomic uint64_t t_tls_start, t_tls_end;
+    _Atomic uint64_t dns_query;  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
+    char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
+} wj_conn;
 
-WJ_HIDDEN extern _Atomic(wj_fd_entry *) wj_fd_chunks[WJ_FD_CHUNKS];
+enum { WJ_SLOT_FREE = 0, WJ_SLOT_LIVE = 1 };
+
+#define WJ_LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define WJ_STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
+// An fd table entry: 0, or (generation << 32) | (slot + 1). The generation is bumped in a
+// forked child, which so forgets every connection it inherited.
+WJ_HIDDEN extern _Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
+WJ_HIDDEN extern _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
 WJ_HIDDEN extern uint64_t wj_fd_generation;
+WJ_HIDDEN extern _Atomic int wj_connecting_count;  // connections with a connect pending
 
-static inline wj_fd_entry *wj_fd_tracked(int fd) {
-    if (WJ_UNLIKELY((unsigned)fd >= WJ_FD_MAX)) return 0;
-    wj_fd_entry *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
-    if (WJ_LIKELY(chunk == 0)) return 0;
-    wj_fd_entry *e = &chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)];
-    if (WJ_LIKELY(atomic_load_explicit(&e->conn_id, memory_order_relaxed) == 0)) return 0;
-    return e->generation == wj_fd_generation ? e : 0;
+static inline wj_conn *wj_conn_at(uint32_t slot) {
+    wj_conn *chunk = atomic_load_explicit(&wj_conn_chunks[slot >> WJ_CONN_CHUNK_BITS], memory_order_acquire);
+    return chunk ? &chunk[slot & (WJ_CONN_CHUNK - 1)] : 0;
 }
-WJ_HIDDEN wj_fd_entry *wj_fd_slot(int fd);          // allocates the chunk if needed; 0 if fd too large
+
+static inline uint64_t wj_fd_ref(int fd) {
+    if (WJ_UNLIKELY((unsigned)fd >= WJ_FD_MAX)) return 0;
+    _Atomic uint64_t *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
+    if (WJ_LIKELY(chunk == 0)) return 0;
+    uint64_t ref = atomic_load_explicit(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], memory_order_acquire);
+    if (WJ_LIKELY(ref == 0) || (ref >> 32) != (uint32_t)wj_fd_generation) return 0;
+    return ref;
+}
+
+// The connection fd refers to, 0 if none (the hot path's one check).
+static inline wj_conn *wj_fd_conn(int fd) {
+    uint64_t ref = wj_fd_ref(fd);
+    return ref ? wj_conn_at((uint32_t)ref - 1) : 0;
+}
+static inline uint32_t wj_conn_slot_of(const wj_conn *c, int fd) {
+    (void)c;
+    return (uint32_t)wj_fd_ref(fd) - 1;
+}
+
+// New connection for fd (which must not refer to one: callers release it first). Returns it
+// with one reference, conn_id set; 0 when the tables are exhausted (counted).
+WJ_HIDDEN wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_open, uint32_t *slot);
+// fd now refers to the connection `ref` (an fd-table value) as well: dup and friends.
+WJ_HIDDEN void wj_fd_add_ref(int fd, uint64_t ref);
+// fd no longer refers to its connection (close, dup2 over it). If that was the last fd, the
+// connection ends: the close event is returned in *ev (1) to push after the real close.
+WJ_HIDDEN int wj_fd_drop(int fd, uint64_t now, wj_event *ev);
+WJ_HIDDEN void wj_note_error(wj_conn *c, int err, int phase);
+WJ_HIDDEN void wj_conn_connected(wj_conn *c, uint64_t now);
+WJ_HIDDEN void wj_conn_connect_failed(wj_conn *c, int fd, int err);
 WJ_HIDDEN uint64_t wj_next_conn_id(void);
+WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
+                          uint64_t start, uint64_t n);
 
 // ---- state and guard
 WJ_HIDDEN extern wj_process wj_proc;
 WJ_HIDDEN extern wj_ring wj_event_ring;
 WJ_HIDDEN extern wj_ring wj_dns_ring;
+WJ_HIDDEN extern wj_ring wj_payload_ring;
 WJ_HIDDEN extern int wj_disabled;   // AT_SECURE, WEDJAT_DISABLE, or init failure
 
 // True when this call may do wedjat work: initialised, enabled, not wedjat's own thread,
@@ -105,7 +161,12 @@ WJ_HIDDEN int wj_enter_ending(void);  // wj_enter for exit paths: also from insi
 WJ_HIDDEN void wj_push(wj_event *ev);          // fills tid; drops and counts when full
 WJ_HIDDEN void wj_push_dns(wj_dns_event *ev);
 WJ_HIDDEN void wj_agent_ensure_started(void);
-WJ_HIDDEN int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev);
+WJ_HIDDEN void wj_agent_nudge(void);
+// True when more than a quarter of the ring is waiting for the agent.
+static inline int wj_ring_filling(const wj_ring *r) {
+    return atomic_load_explicit(&((wj_ring *)r)->enq, memory_order_relaxed) -
+               atomic_load_explicit(&((wj_ring *)r)->deq, memory_order_relaxed) > (r->mask + 1) / 4;
+}
 WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
 
 // Exit and exec paths (agent.c).
@@ -126,7 +187,10 @@ WJ_HIDDEN void wj_agent_atfork_prepare(void);
 WJ_HIDDEN void wj_agent_atfork_parent(void);
 WJ_HIDDEN void wj_agent_atfork_child(void);
 WJ_HIDDEN void wj_mark_agent_thread(void);
-WJ_HIDDEN int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out);
+WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
+WJ_HIDDEN void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);
+// Set by the byte-counting hooks while a TLS call runs on this thread: the socket it used.
+WJ_HIDDEN extern __thread int wj_tls_inside, wj_tls_fd;
 WJ_HIDDEN const char *wj_errno_name(int err);
 
 // Records the C side writes itself (records.c): the process life cycle.

@@ -221,6 +221,14 @@ size_t wj_format_process_start(char *buf, size_t cap) {
     wj_json_int(&j, "flush_ms", wj_proc.config.flush_ms);
     wj_json_int(&j, "max_connections", wj_proc.config.max_connections);
     wj_json_int(&j, "log_max_mb", wj_proc.config.log_max_mb);
+    wj_json_bool(&j, "http", wj_proc.config.http);
+    wj_json_int(&j, "capture_bytes", wj_proc.config.capture_bytes);
+    wj_json_int(&j, "http_records", wj_proc.config.http_records);
+    wj_json_begin_array(&j, "redact");
+    if (wj_proc.config.redact & WJ_REDACT_QUERY) wj_json_str(&j, 0, "query");
+    if (wj_proc.config.redact & WJ_REDACT_USERINFO) wj_json_str(&j, 0, "userinfo");
+    if (wj_proc.config.redact & WJ_REDACT_FRAGMENT) wj_json_str(&j, 0, "fragment");
+    wj_json_end_array(&j);
     wj_json_end(&j);
     wj_json_begin_array(&j, "config_warnings");
     for (int i = 0; i < wj_proc.config.warning_count; i++) wj_json_str(&j, 0, wj_proc.config.warnings[i]);
@@ -286,5 +294,8 @@ size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const
     wj_json_uint(&j, "dropped_records", dropped_records);
     wj_json_uint(&j, "untracked_connections", untracked);
     wj_json_uint(&j, "open_connections", open_connections);
+    // Captured bytes the HTTP parser never saw (its ring was full): exchanges they cut short
+    // are http records with error "desync"; those within skipped bodies cost nothing.
+    wj_json_uint(&j, "capture_dropped", wj_ring_dropped(&wj_payload_ring));
     return done(&j);
 }

@@ -1,7 +1,8 @@
-// Process-wide interposer state: initialisation, the reentrancy guard, the fd table, the
-// agent thread, and what happens at fork, exec and exit.
+// Process-wide interposer state: initialisation, the reentrancy guard, the rings, and what
+// happens at fork, exec and exit. The connection tables are in conns.c.
 #include "internal.h"
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,25 +23,55 @@ wj_real_table wj_real;
 wj_process wj_proc = {.log = {.fd = -1}};  // fd -1: no log fd for hooks to protect yet
 wj_ring wj_event_ring;
 int wj_disabled;
-_Atomic(wj_fd_entry *) wj_fd_chunks[WJ_FD_CHUNKS];
-uint64_t wj_fd_generation = 1;
 
 #define WJ_DNS_RING_CAPACITY 256u
+#define WJ_PAYLOAD_RING_CAPACITY 4096u
 // .bss: pages appear only when used.
 static unsigned char wj_ring_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] __attribute__((aligned(64)));
 static unsigned char wj_dns_slots[WJ_DNS_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_dns_event))] __attribute__((aligned(64)));
+static unsigned char wj_payload_slots[WJ_PAYLOAD_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_payload))] __attribute__((aligned(64)));
 wj_ring wj_dns_ring;
-static _Atomic uint64_t wj_conn_counter;
+wj_ring wj_payload_ring;
 static _Atomic int wj_init_state;                // 0 not yet, 1 running, 2 done
 
 // One flag word per thread: inside wedjat / wedjat's own thread / after vfork.
 enum { WJ_T_INSIDE = 1, WJ_T_INTERNAL = 2, WJ_T_VFORK = 4 };
 static __thread int wj_thread_flags __attribute__((tls_model("initial-exec")));
 
+// Objects loaded RTLD_LOCAL (a TLS library that Python's _ssl module brought in) are not
+// in RTLD_NEXT's reach, yet the app's calls into them land here: look through every
+// loaded object for the definition.
+typedef struct { const char *names[256]; int n; } loaded_objects;
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    loaded_objects *lo = (loaded_objects *)data;
+    if (info->dlpi_name && info->dlpi_name[0] && lo->n < 256) lo->names[lo->n++] = info->dlpi_name;
+    return 0;
+}
+
+static void *find_in_loaded(const char *name) {
+    loaded_objects lo;
+    lo.n = 0;
+    dl_iterate_phdr(collect_object, &lo);  // no dlopen inside the callback: it holds a lock
+    Dl_info self;
+    dladdr((void *)&find_in_loaded, &self);
+    for (int i = 0; i < lo.n; i++) {
+        if (self.dli_fname && strcmp(lo.names[i], self.dli_fname) == 0) continue;
+        void *h = dlopen(lo.names[i], RTLD_NOLOAD | RTLD_LAZY);
+        if (!h) continue;
+        void *p = dlsym(h, name);
+        dlclose(h);
+        if (p && p != dlsym(RTLD_DEFAULT, name)) return p;  // not our own export
+    }
+    return 0;
+}
+
 void *wj_resolve(const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
+    if (!p) p = find_in_loaded(name);
     if (!p) {
-        static const char msg[] = "wedjat: a libc function it needs is missing; aborting\n";
+        static const char msg[] = "wedjat: a function it needs is missing; aborting\n";
         syscall(SYS_write, 2, msg, sizeof msg - 1);
         syscall(SYS_exit_group, 127);
     }
@@ -50,61 +81,6 @@ void *wj_resolve(const char *name) {
 const char *wj_errno_name(int err) {
     const char *n = strerrorname_np(err);
     return n ? n : "EUNKNOWN";
-}
-
-// The kernel's view of the path, from one getsockopt(TCP_INFO) on a still-open socket.
-static void fill_tcp_info(int fd, wj_event *ev) {
-    struct tcp_info ti;
-    socklen_t len = sizeof ti;
-    memset(&ti, 0, sizeof ti);
-    if (syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-        len < offsetof(struct tcp_info, tcpi_total_retrans) + sizeof ti.tcpi_total_retrans)
-        return;
-    ev->has_tcp_info = 1;
-    ev->rtt_us = ti.tcpi_rtt;
-    ev->rttvar_us = ti.tcpi_rttvar;
-    ev->retransmits = ti.tcpi_retransmits;
-    ev->total_retrans = ti.tcpi_total_retrans;
-    ev->lost = ti.tcpi_lost;
-}
-
-// Byte counts, phase times and TCP_INFO of fd's connection, as close records carry them.
-static void copy_counters(int fd, wj_fd_entry *e, wj_event *ev) {
-    ev->bytes_in = atomic_load_explicit(&e->bytes_in, memory_order_relaxed);
-    ev->bytes_out = atomic_load_explicit(&e->bytes_out, memory_order_relaxed);
-    ev->t_connected = e->t_connected;
-    ev->t_first_out = e->t_first_out;
-    ev->t_first_in = e->t_first_in;
-    ev->t_last_io = e->t_last_io;
-    fill_tcp_info(fd, ev);
-}
-
-int wj_conn_snapshot(int fd, uint64_t conn_id, wj_event *out) {
-    wj_fd_entry *e = wj_fd_tracked(fd);
-    if (!e || atomic_load(&e->conn_id) != conn_id) return 0;
-    memset(out, 0, sizeof *out);
-    out->conn_id = conn_id;
-    copy_counters(fd, e, out);
-    return 1;
-}
-
-uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
-
-wj_fd_entry *wj_fd_slot(int fd) {
-    if ((unsigned)fd >= WJ_FD_MAX) { wj_proc.untracked_fds++; return 0; }
-    unsigned c = (unsigned)fd >> WJ_FD_CHUNK_BITS;
-    wj_fd_entry *chunk = atomic_load_explicit(&wj_fd_chunks[c], memory_order_acquire);
-    if (!chunk) {
-        // mmap, not malloc: no allocator lock on the app's thread.
-        size_t bytes = WJ_FD_CHUNK * sizeof(wj_fd_entry);
-        wj_fd_entry *fresh = (wj_fd_entry *)syscall(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE,
-                                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (fresh == MAP_FAILED) { wj_proc.untracked_fds++; return 0; }
-        wj_fd_entry *expected = 0;
-        if (atomic_compare_exchange_strong(&wj_fd_chunks[c], &expected, fresh)) chunk = fresh;
-        else { syscall(SYS_munmap, fresh, bytes); chunk = expected; }
-    }
-    return &chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)];
 }
 
 static int vfork_child(void) {
@@ -149,45 +125,12 @@ void *wj_vfork_prepare(void) {
 void wj_push(wj_event *ev) {
     ev->tid = wj_gettid();
     wj_ring_push(&wj_event_ring, ev);
+    if (WJ_UNLIKELY(wj_ring_filling(&wj_event_ring))) wj_agent_nudge();
 }
 
 void wj_push_dns(wj_dns_event *ev) {
     ev->tid = wj_gettid();
     wj_ring_push(&wj_dns_ring, ev);
-}
-
-// Ends fd's connection in the table *before* the real close, so that a socket another thread
-// gets with the same number right after is never mistaken for this one. Returns 1 with the
-// close event in *ev (to push after the real call) if this call ended it.
-int wj_take_close(int fd, wj_fd_entry *e, uint64_t now, wj_event *ev) {
-    memset(ev, 0, sizeof *ev);
-    ev->conn_id = atomic_exchange(&e->conn_id, 0);
-    if (!ev->conn_id) return 0;  // another thread ended it first
-    ev->kind = WJ_EV_CONN_CLOSE;
-    ev->fd = fd;
-    ev->role = (uint8_t)e->role;
-    ev->t_start = e->t_open;
-    ev->t_end = now;
-    copy_counters(fd, e, ev);  // the socket is still open here
-    return 1;
-}
-
-void wj_close_tracked_range(unsigned lo, unsigned hi) {
-    if (hi >= WJ_FD_MAX) hi = WJ_FD_MAX - 1;
-    if (lo > hi) return;
-    uint64_t now = wj_now_ns();
-    for (unsigned c = lo >> WJ_FD_CHUNK_BITS; c <= (hi >> WJ_FD_CHUNK_BITS); c++) {
-        wj_fd_entry *chunk = atomic_load(&wj_fd_chunks[c]);
-        if (!chunk) continue;
-        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
-            unsigned fd = (c << WJ_FD_CHUNK_BITS) | i;
-            if (fd < lo || fd > hi) continue;
-            wj_fd_entry *e = &chunk[i];
-            wj_event ev;
-            if (atomic_load(&e->conn_id) && e->generation == wj_fd_generation && wj_take_close((int)fd, e, now, &ev))
-                wj_push(&ev);
-        }
-    }
 }
 
 // ---------------------------------------------------------------- init
@@ -238,6 +181,8 @@ static void atfork_child(void) {
     wj_fd_generation++;                           // inherited sockets are the parent's
     wj_ring_discard_pending(&wj_event_ring);      // and so are its pending events
     wj_ring_discard_pending(&wj_dns_ring);
+    wj_ring_discard_pending(&wj_payload_ring);
+    atomic_store(&wj_connecting_count, 0);
     set_image_identity();
     memcpy(wj_proc.parent_log, parent_log, sizeof parent_log);
     wj_proc.end_reason = WJ_END_NONE;
@@ -279,6 +224,7 @@ static void wj_init(void) {
     int saved_errno = errno;
     wj_ring_init(&wj_event_ring, wj_ring_slots, WJ_RING_CAPACITY, sizeof(wj_event));
     wj_ring_init(&wj_dns_ring, wj_dns_slots, WJ_DNS_RING_CAPACITY, sizeof(wj_dns_event));
+    wj_ring_init(&wj_payload_ring, wj_payload_slots, WJ_PAYLOAD_RING_CAPACITY, sizeof(wj_payload));
     wj_proc.ring = &wj_event_ring;
     if (getauxval(AT_SECURE)) {
         // setuid/setgid/capabilities: stay completely out of the way.

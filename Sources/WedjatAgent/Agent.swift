@@ -15,10 +15,11 @@ public func wedjatAgentInit(_ given: UnsafePointer<wj_agent_api>?, _ ops: Unsafe
     api = given
     ops.pointee.handle = { ev in if let ev { current().handle(ev.pointee) } }
     ops.pointee.handle_dns = { ev in if let ev { current().handleDNS(ev.pointee) } }
+    ops.pointee.handle_payload = { p in if let p { current().handlePayload(p) } }
     ops.pointee.flush = { final, endMono, tid in
-        current().flush(final: final != 0, endMono: endMono, tid: Int(tid), openCounters: { fd, id in
+        current().flush(final: final != 0, endMono: endMono, tid: Int(tid), openCounters: { slot, id in
             var live = wj_event()
-            return api!.pointee.conn_snapshot(fd, id, &live) != 0 ? live : nil
+            return api!.pointee.conn_snapshot(slot, id, &live) != 0 ? live : nil
         })
     }
     ops.pointee.record_counts = { buf, cap in
@@ -39,12 +40,18 @@ public func wedjatAgentInit(_ given: UnsafePointer<wj_agent_api>?, _ ops: Unsafe
 private func current() -> Aggregator {
     let proc = api!.pointee.proc!
     if let agg = aggregator, aggregatorGeneration == proc.pointee.generation { return agg }
+    let redact = proc.pointee.config.redact
     let context = ProcessContext(pid: Int(proc.pointee.pid), initMonoNs: proc.pointee.init_mono_ns,
                                  initRealNs: proc.pointee.init_real_ns,
-                                 maxConnections: Int(proc.pointee.config.max_connections))
+                                 maxConnections: Int(proc.pointee.config.max_connections),
+                                 redaction: HTTPRedaction(query: redact & Int32(WJ_REDACT_QUERY) != 0,
+                                                          userinfo: redact & Int32(WJ_REDACT_USERINFO) != 0,
+                                                          fragment: redact & Int32(WJ_REDACT_FRAGMENT) != 0),
+                                 httpRecordsPerSecond: Int(proc.pointee.config.http_records))
     let agg = Aggregator(
         context: context,
         errnoName: { api!.pointee.errno_name($0).map { String(cString: $0) } ?? "EUNKNOWN" },
+        want: { slot, id, which, offset in api!.pointee.conn_want(slot, id, which, offset) },
         sink: { buf in
             wj_logfile_write(&proc.pointee.log, buf.baseAddress!.assumingMemoryBound(to: CChar.self), buf.count) != 0
         })

@@ -1,4 +1,7 @@
 import CWedjatCommon
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // What the aggregator needs to know about the process image it reports on.
 public struct ProcessContext {
@@ -6,16 +9,36 @@ public struct ProcessContext {
     public var initMonoNs: UInt64
     public var initRealNs: UInt64
     public var maxConnections: Int
-    public init(pid: Int, initMonoNs: UInt64, initRealNs: UInt64, maxConnections: Int) {
+    public var redaction: HTTPRedaction
+    public var httpRecordsPerSecond: Int
+    public init(pid: Int, initMonoNs: UInt64, initRealNs: UInt64, maxConnections: Int,
+                redaction: HTTPRedaction = HTTPRedaction(), httpRecordsPerSecond: Int = 200) {
+        self.httpRecordsPerSecond = httpRecordsPerSecond
         self.pid = pid
         self.initMonoNs = initMonoNs
         self.initRealNs = initRealNs
         self.maxConnections = maxConnections
+        self.redaction = redaction
     }
     // Monotonic event time -> microseconds since the epoch (one offset for the whole image).
     public func epochMicros(_ mono: UInt64) -> Int {
         let delta = Int64(bitPattern: mono &- initMonoNs)
         return Int((Int64(bitPattern: initRealNs) &+ delta) / 1000)
+    }
+}
+
+// One open connection: its open event, the name its peer was resolved from, and the HTTP
+// parsers of its byte streams (raw, and TLS plaintext when the app used a TLS library).
+final class OpenConnection {
+    var event: wj_event
+    let host: ResolvedNames.Match?
+    var raw: HTTP1Stream?
+    var plain: HTTP1Stream?
+    var published: [Int32: UInt64] = [:]   // conn_want offsets already told, by stream
+    var requests = 0
+    init(event: wj_event, host: ResolvedNames.Match?) {
+        self.event = event
+        self.host = host
     }
 }
 
@@ -26,7 +49,9 @@ public final class Aggregator {
     public let context: ProcessContext
     private let sink: (UnsafeRawBufferPointer) -> Bool
     private let errnoName: (Int32) -> String
-    private var open: [UInt64: (event: wj_event, host: ResolvedNames.Match?)] = [:]
+    // Tells the capturer which bytes the parser of (slot, conn_id, stream) needs from now on.
+    private let want: (UInt32, UInt64, Int32, UInt64) -> Void
+    private var open: [UInt64: OpenConnection] = [:]
     private var line = JSONLine(capacity: 512)
     private var pending: [UInt8] = []
     private var pendingLines: [String: Int] = [:]
@@ -34,14 +59,22 @@ public final class Aggregator {
     public private(set) var written: [String: Int] = [:]
     public private(set) var droppedRecords: UInt64 = 0
     public private(set) var untrackedConnections: UInt64 = 0
+    public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
+    private var budget: RecordBudget
+    private var summaries: [HTTPSummaryKey: HTTPSummaryEntry] = [:]
+    private var lastSummaryMono: UInt64 = 0
+    static let summaryIntervalNs: UInt64 = 10_000_000_000
 
     static let flushThreshold = 64 * 1024
 
     public init(context: ProcessContext, errnoName: @escaping (Int32) -> String,
+                want: @escaping (UInt32, UInt64, Int32, UInt64) -> Void = { _, _, _, _ in },
                 sink: @escaping (UnsafeRawBufferPointer) -> Bool) {
         self.context = context
         self.errnoName = errnoName
+        self.want = want
         self.sink = sink
+        budget = RecordBudget(perSecond: context.httpRecordsPerSecond, burst: context.httpRecordsPerSecond * 10)
         pending.reserveCapacity(Aggregator.flushThreshold + 4096)
     }
 
@@ -50,33 +83,82 @@ public final class Aggregator {
     public func handle(_ ev: wj_event) {
         switch Int32(ev.kind) {
         case Int32(WJ_EV_CONN_OPEN):
+            if let known = open[ev.conn_id] {
+                // A UDP socket connect()ed or used after its creation: its addresses and role.
+                if ev.peer.family != 0 { known.event.peer = ev.peer }
+                if ev.local.family != 0 { known.event.local = ev.local }
+                if ev.role != UInt8(WJ_ROLE_UNKNOWN) { known.event.role = ev.role }
+                return
+            }
             // The name is looked up now, in event order: a later lookup must not change it.
             let host = ev.role == UInt8(WJ_ROLE_CLIENT) ? resolved.lookup(ev.peer, connectStartMono: ev.t_start) : nil
             if ev.err != 0 {
-                connection(open: ev, host: host, closeMono: ev.t_end, bytesIn: 0, bytesOut: 0, tid: ev.tid,
-                           error: ev.err, atExit: false)
+                connection(open: ev, host: host, close: nil, closeMono: ev.t_end, tid: ev.tid, error: ev.err, atExit: false,
+                           requests: 0)
             } else if open.count < context.maxConnections {
-                open[ev.conn_id] = (ev, host)
+                open[ev.conn_id] = OpenConnection(event: ev, host: host)
             } else {
                 untrackedConnections += 1
             }
         case Int32(WJ_EV_CONN_CLOSE):
-            var opened: wj_event
-            var host: ResolvedNames.Match? = nil
             if let known = open.removeValue(forKey: ev.conn_id) {
-                opened = known.event
-                host = known.host
+                // Wake-up pairs that never carried a byte (curl makes one per transfer) are noise.
+                if known.event.role == UInt8(WJ_ROLE_PAIR) && ev.bytes_in == 0 && ev.bytes_out == 0 { return }
+                finishHTTP(known, mono: ev.t_end)
+                connection(open: known.event, host: known.host, close: ev, closeMono: ev.t_end, tid: ev.tid,
+                           error: ev.err, atExit: false, requests: known.requests)
             } else {
                 // The open event was lost (ring full) or not kept (table full): still report
                 // what the close carries rather than nothing.
-                opened = ev
+                var opened = ev
                 opened.kind = UInt16(WJ_EV_CONN_OPEN)
                 opened.t_end = 0
+                connection(open: opened, host: nil, close: ev, closeMono: ev.t_end, tid: ev.tid, error: ev.err,
+                           atExit: false, requests: 0)
             }
-            connection(open: opened, host: host, closeMono: ev.t_end, bytesIn: ev.bytes_in, bytesOut: ev.bytes_out,
-                       tid: ev.tid, error: ev.err, atExit: false, phases: Phases(ev))
         default:
             break
+        }
+    }
+
+    // Bytes of a connection, for its HTTP parser.
+    public func handlePayload(_ p: UnsafePointer<wj_payload>) {
+        guard let conn = open[p.pointee.conn_id], (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
+        let plain = (p.pointee.flags & UInt16(WJ_PAYLOAD_PLAIN)) != 0
+        let stream: HTTP1Stream
+        if let s = plain ? conn.plain : conn.raw {
+            stream = s
+        } else {
+            let role: HTTPRole = conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client
+            stream = HTTP1Stream(role: role, redaction: context.redaction)
+            if plain { conn.plain = stream } else { conn.raw = stream }
+        }
+        let dir: HTTPDirection = (p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in
+        let len = Int(min(p.pointee.len, UInt32(MemoryLayout.size(ofValue: p.pointee.data))))
+        withUnsafeBytes(of: p.pointee.data) { data in
+            stream.feed(dir, offset: p.pointee.offset, bytes: UnsafeRawBufferPointer(rebasing: data[0..<len]),
+                        ioEnd: p.pointee.io_end, mono: p.pointee.t)
+        }
+        publishWants(conn, stream: stream, plain: plain)
+        for ex in stream.takeCompleted() { http(ex, conn: conn, tls: plain, tid: p.pointee.tid) }
+    }
+
+    private func publishWants(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool) {
+        for dir in [HTTPDirection.out, .in] {
+            let which = Int32(dir == .out ? WJ_PAYLOAD_OUT : 0) | Int32(plain ? WJ_PAYLOAD_PLAIN : 0)
+            let offset = stream.wantFrom(dir)
+            if conn.published[which] != offset {
+                conn.published[which] = offset
+                want(conn.event.conn_slot, conn.event.conn_id, which, offset)
+            }
+        }
+    }
+
+    private func finishHTTP(_ conn: OpenConnection, mono: UInt64) {
+        for (stream, tls) in [(conn.raw, false), (conn.plain, true)] {
+            guard let stream else { continue }
+            stream.finish(mono: mono)
+            for ex in stream.takeCompleted() { http(ex, conn: conn, tls: tls, tid: conn.event.tid) }
         }
     }
 
@@ -110,18 +192,56 @@ public final class Aggregator {
     }
 
     // Writes what is pending. With `final`, every connection still open is reported first
-    // (open_at_exit), its counters and phase times read live through `openCounters(fd, conn_id)`.
+    // (open_at_exit), its counters and phase times read live through
+    // `openCounters(slot, conn_id)`.
     public func flush(final: Bool, endMono: UInt64, tid: Int,
-                      openCounters: (Int32, UInt64) -> wj_event?) {
+                      openCounters: (UInt32, UInt64) -> wj_event?) {
         if final {
-            for (ev, host) in open.values.sorted(by: { $0.event.conn_id < $1.event.conn_id }) {
-                let live = openCounters(ev.fd, ev.conn_id)
-                connection(open: ev, host: host, closeMono: endMono, bytesIn: live?.bytes_in ?? 0, bytesOut: live?.bytes_out ?? 0,
-                           tid: Int32(tid), error: 0, atExit: true, phases: live.map { Phases($0) } ?? Phases())
+            for conn in open.values.sorted(by: { $0.event.conn_id < $1.event.conn_id }) {
+                let live = openCounters(conn.event.conn_slot, conn.event.conn_id)
+                finishHTTP(conn, mono: endMono)
+                connection(open: conn.event, host: conn.host, close: live, closeMono: endMono, tid: Int32(tid),
+                           error: live?.err ?? 0, atExit: true, requests: conn.requests)
             }
             open.removeAll()
         }
+        if lastSummaryMono == 0 { lastSummaryMono = endMono }
+        if final || endMono &- lastSummaryMono >= Aggregator.summaryIntervalNs {
+            writeSummaries(mono: endMono, tid: Int32(tid))
+            lastSummaryMono = endMono
+        }
         writePending()
+    }
+
+    private func writeSummaries(mono: UInt64, tid: Int32) {
+        let sorted = summaries.sorted { ($0.value.firstMono, $0.key.method) < ($1.value.firstMono, $1.key.method) }
+        summaries.removeAll(keepingCapacity: true)
+        for (key, e) in sorted {
+            begin("http_summary", mono: mono, tid: tid)
+            line.field("role", key.role)
+            line.field("scheme", key.scheme)
+            line.field("method", key.method)
+            line.field("host", key.host)
+            line.field("status", key.status)
+            line.field("count", e.count)
+            line.field("errors", e.errors)
+            line.field("request_bytes", e.requestBytes)
+            line.field("response_bytes", e.responseBytes)
+            line.field("first_ts", context.epochMicros(e.firstMono))
+            line.field("last_ts", context.epochMicros(e.lastMono))
+            for (name, h) in [("duration_us", e.duration), ("ttfb_us", e.ttfb)] {
+                line.key(dynamic: name)
+                if h.total == 0 { line.null(); continue }
+                line.beginObject()
+                line.field("count", h.total)
+                line.field("p50", h.quantile(0.5))
+                line.field("p90", h.quantile(0.9))
+                line.field("p99", h.quantile(0.99))
+                line.field("max", h.max)
+                line.endObject()
+            }
+            finishRecord("http_summary")
+        }
     }
 
     // "type":count pairs of what this aggregator wrote, for process_end.
@@ -160,34 +280,149 @@ public final class Aggregator {
         pendingLines.removeAll(keepingCapacity: true)
     }
 
-    private func connection(open ev: wj_event, host: ResolvedNames.Match?, closeMono: UInt64, bytesIn: UInt64, bytesOut: UInt64,
-                            tid: Int32, error: Int32, atExit: Bool, phases: Phases = Phases()) {
+    private func ts(_ mono: UInt64?) -> Int? { mono.map { context.epochMicros($0) } }
+    private func us(_ ns: UInt64?) -> Int? { ns.map { Int($0 / 1000) } }
+
+    private func http(_ ex: HTTPExchange, conn: OpenConnection, tls: Bool, tid: Int32) {
+        conn.requests += 1
+        if ex.error == "desync" { unparsedHTTP += 1 }
+        let ev = conn.event
+        let endMono = ex.responseEnd ?? ex.requestEnd ?? ex.requestStart ?? ev.t_start
+        guard budget.take(mono: endMono) else {
+            let key = HTTPSummaryKey(role: ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client", scheme: tls ? "https" : "http",
+                                     method: ex.method, host: ex.host ?? conn.host?.name, status: ex.status)
+            var e = summaries[key] ?? HTTPSummaryEntry()
+            e.count += 1
+            if ex.error != nil { e.errors += 1 }
+            e.requestBytes += ex.requestHeaderBytes + ex.requestBodyBytes
+            e.responseBytes += ex.responseHeaderBytes + ex.responseBodyBytes
+            if let d = ex.durationNs { e.duration.record(d / 1000) }
+            if let t = ex.ttfbNs { e.ttfb.record(t / 1000) }
+            e.firstMono = min(e.firstMono, endMono)
+            e.lastMono = max(e.lastMono, endMono)
+            summaries[key] = e
+            return
+        }
+        begin("http", mono: endMono, tid: tid)
+        line.field("conn_id", ev.conn_id)
+        line.field("role", ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client")
+        line.field("scheme", tls ? "https" : "http")
+        line.field("method", ex.method)
+        line.field("host", ex.host ?? conn.host?.name)
+        line.field("path", ex.path)
+        line.field("status", ex.status)
+        if ex.interim > 0 { line.field("interim_responses", ex.interim) }
+        line.field("peer", Addresses.format(ev.peer))
+        line.field("request_index", ex.index)
+        line.field("reused", ex.index > 0)
+        line.field("request_start_ts", ts(ex.requestStart))
+        line.field("request_end_ts", ts(ex.requestEnd))
+        line.field("response_start_ts", ts(ex.responseStart))
+        line.field("response_end_ts", ts(ex.responseEnd))
+        line.field("ttfb_us", us(ex.ttfbNs))
+        line.field("wait_us", us(ex.waitNs))
+        line.field("duration_us", us(ex.durationNs))
+        line.field("request_header_bytes", ex.requestHeaderBytes)
+        line.field("request_body_bytes", ex.requestBodyBytes)
+        line.field("response_header_bytes", ex.responseHeaderBytes)
+        line.field("response_body_bytes", ex.responseBodyBytes)
+        line.key("headers")
+        line.beginObject()
+        for (name, value) in ex.headers { line.key(dynamic: name); line.value(value) }
+        line.endObject()
+        line.field("complete", ex.complete)
+        if ex.upgraded { line.field("upgraded", true) }
+        line.field("error", ex.error)
+        finishRecord("http")
+    }
+
+    private static func transportName(_ t: UInt8) -> String {
+        switch Int32(t) {
+        case Int32(WJ_TRANSPORT_UDP): return "udp"
+        case Int32(WJ_TRANSPORT_UNIX): return "unix"
+        default: return "tcp"
+        }
+    }
+
+    private static func roleName(_ r: UInt8) -> String? {
+        switch Int32(r) {
+        case Int32(WJ_ROLE_CLIENT): return "client"
+        case Int32(WJ_ROLE_SERVER): return "server"
+        case Int32(WJ_ROLE_PAIR): return "pair"
+        default: return nil
+        }
+    }
+
+    private static func tlsVersionName(_ v: UInt16) -> String? {
+        switch v {
+        case 0: return nil
+        case 0x0300: return "SSLv3"
+        case 0x0301: return "TLSv1.0"
+        case 0x0302: return "TLSv1.1"
+        case 0x0303: return "TLSv1.2"
+        case 0x0304: return "TLSv1.3"
+        default: return "0x" + String(v, radix: 16)
+        }
+    }
+
+    private func address(_ a: wj_addr, path: String?) -> String? {
+        if Int32(a.family) == AF_UNIX { return path.map { $0.isEmpty ? "(unnamed)" : $0 } ?? "(unnamed)" }
+        return Addresses.format(a)
+    }
+
+    // `close` carries the counters and phase times (a close event, or a live snapshot at exit).
+    private func connection(open ev: wj_event, host: ResolvedNames.Match?, close: wj_event?, closeMono: UInt64,
+                            tid: Int32, error: Int32, atExit: Bool, requests: Int) {
+        let phases = close.map { Phases($0) } ?? Phases()
+        var ev = ev
+        let path = withUnsafeBytes(of: &ev.path) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let transport = Int32(ev.transport != 0 ? ev.transport : close?.transport ?? 0)
+        let role = close?.role != nil && close!.role != 0 ? close!.role : ev.role
         begin("connection", mono: closeMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("fd", Int(ev.fd))
-        line.field("transport", "tcp")
-        line.field("family", Addresses.family(ev.peer) ?? Addresses.family(ev.local))
-        line.field("role", ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client")
-        line.field("local", Addresses.format(ev.local))
-        line.field("peer", Addresses.format(ev.peer))
+        line.field("transport", Aggregator.transportName(UInt8(transport)))
+        line.field("family", transport == Int32(WJ_TRANSPORT_UNIX) ? "unix" : Addresses.family(ev.peer) ?? Addresses.family(ev.local))
+        line.field("role", Aggregator.roleName(role))
+        let peerIsPath = transport == Int32(WJ_TRANSPORT_UNIX) && role == UInt8(WJ_ROLE_CLIENT)
+        line.field("local", address(ev.local, path: peerIsPath ? nil : path))
+        line.field("peer", address(ev.peer, path: peerIsPath ? path : nil))
         let openTs = context.epochMicros(ev.t_start)
         let closeTs = context.epochMicros(closeMono)
         line.field("open_ts", openTs)
         line.field("close_ts", closeTs)
         line.field("duration_us", max(0, closeTs - openTs))
-        let client = ev.role == UInt8(WJ_ROLE_CLIENT)
+        let client = ev.role == UInt8(WJ_ROLE_CLIENT) && transport != Int32(WJ_TRANSPORT_UDP)
         let blockingConnect = client && ev.t_end >= ev.t_start && ev.t_end != 0
-            && (ev.a & UInt64(WJ_OPEN_NONBLOCKING)) == 0
+            && (ev.flags & UInt32(WJ_OPEN_NONBLOCKING)) == 0
         // Connect end: a blocking connect's return, or when a non-blocking one was seen
-        // complete (SO_ERROR == 0, a repeated connect, or the first byte moved).
+        // complete (poll/epoll/select writability with a peer, SO_ERROR == 0, a repeated
+        // connect, or the first byte moved).
         let connectedMono: UInt64? = !client ? nil : blockingConnect ? ev.t_end : (phases.connected != 0 ? phases.connected : nil)
         line.field("connect_us", connectedMono.map { Int(($0 &- ev.t_start) / 1000) })
         line.field("connect_end_ts", connectedMono.map { context.epochMicros($0) })
+        if let close, close.t_tls_start != 0 {
+            line.key("tls")
+            line.beginObject()
+            line.field("library", close.tls_lib == UInt8(WJ_TLS_GNUTLS) ? "gnutls" : "openssl")
+            line.field("start_ts", context.epochMicros(close.t_tls_start))
+            line.field("end_ts", close.t_tls_end != 0 ? context.epochMicros(close.t_tls_end) : nil)
+            line.field("handshake_us", close.t_tls_end != 0 ? Int((close.t_tls_end &- close.t_tls_start) / 1000) : nil)
+            line.field("version", Aggregator.tlsVersionName(close.tls_version))
+            var c = close
+            let alpn = withUnsafeBytes(of: &c.alpn) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            line.field("alpn", alpn.isEmpty ? nil : alpn)
+            line.endObject()
+        } else {
+            line.key("tls"); line.null()
+        }
         line.field("first_byte_out_ts", phases.firstOut != 0 ? context.epochMicros(phases.firstOut) : nil)
         line.field("first_byte_in_ts", phases.firstIn != 0 ? context.epochMicros(phases.firstIn) : nil)
         line.field("last_byte_ts", phases.lastIO != 0 ? context.epochMicros(phases.lastIO) : nil)
-        line.field("bytes_in", bytesIn)
-        line.field("bytes_out", bytesOut)
+        line.field("shutdown_ts", phases.shutdown != 0 ? context.epochMicros(phases.shutdown) : nil)
+        line.field("bytes_in", close?.bytes_in ?? 0)
+        line.field("bytes_out", close?.bytes_out ?? 0)
+        if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 { line.field("http_requests", requests) }
         if phases.hasTCPInfo {
             line.key("tcp_info")
             line.beginObject()
@@ -203,6 +438,8 @@ public final class Aggregator {
         line.field("host", host?.name)
         line.field("dns_us", host?.attributedDurationUs)
         line.field("error", error != 0 ? errnoName(error) : nil)
+        let phase = close?.err_phase ?? (error != 0 ? UInt8(WJ_ERR_CONNECT) : 0)
+        line.field("error_phase", error == 0 ? nil : phase == UInt8(WJ_ERR_TLS) ? "tls" : phase == UInt8(WJ_ERR_IO) ? "io" : "connect")
         line.field("open_at_exit", atExit)
         finishRecord("connection")
     }
@@ -214,6 +451,7 @@ struct Phases {
     var firstOut: UInt64 = 0
     var firstIn: UInt64 = 0
     var lastIO: UInt64 = 0
+    var shutdown: UInt64 = 0
     var hasTCPInfo = false
     var tcpInfo = (rtt: UInt32(0), rttvar: UInt32(0), retransmits: UInt32(0), totalRetrans: UInt32(0), lost: UInt32(0))
     init() {}
@@ -222,6 +460,7 @@ struct Phases {
         firstOut = ev.t_first_out
         firstIn = ev.t_first_in
         lastIO = ev.t_last_io
+        shutdown = ev.t_shutdown
         hasTCPInfo = ev.has_tcp_info != 0
         tcpInfo = (ev.rtt_us, ev.rttvar_us, ev.retransmits, ev.total_retrans, ev.lost)
     }

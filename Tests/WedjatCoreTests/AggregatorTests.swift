@@ -40,7 +40,7 @@ final class AggregatorTests: XCTestCase {
         ev.t_start = start
         ev.t_end = end
         ev.err = err
-        ev.a = nonblocking ? UInt64(WJ_OPEN_NONBLOCKING) : 0
+        ev.flags = nonblocking ? UInt32(WJ_OPEN_NONBLOCKING) : 0
         ev.local = ipv4(127, 0, 0, 1, port: 40000)
         ev.peer = ipv4(127, 0, 0, 1, port: 8080)
         return ev
@@ -163,9 +163,11 @@ final class AggregatorTests: XCTestCase {
 
     func testOpenConnectionsAreWrittenAtExitWithLiveCounters() {
         let agg = makeAggregator()
-        agg.handle(openEvent(id: 4, fd: 9, start: 1_000_000_000, end: 1_000_000_000, role: Int(WJ_ROLE_SERVER)))
-        agg.flush(final: true, endMono: 1_003_000_000, tid: 77, openCounters: { fd, id in
-            XCTAssertEqual(fd, 9); XCTAssertEqual(id, 4)
+        var ev = openEvent(id: 4, fd: 9, start: 1_000_000_000, end: 1_000_000_000, role: Int(WJ_ROLE_SERVER))
+        ev.conn_slot = 12
+        agg.handle(ev)
+        agg.flush(final: true, endMono: 1_003_000_000, tid: 77, openCounters: { slot, id in
+            XCTAssertEqual(slot, 12); XCTAssertEqual(id, 4)
             var live = wj_event()
             live.bytes_in = 10
             live.bytes_out = 20

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define WJ_AGENT_API_VERSION 2
+#define WJ_AGENT_API_VERSION 3
 
 enum {
     WJ_END_NONE = 0,
@@ -51,14 +51,19 @@ typedef struct wj_agent_api {
     wj_process *proc;
     const char *(*errno_name)(int err);
     // Counters and phase times of a still-open connection, as a close event would carry
-    // them; 0 if fd no longer holds conn_id.
-    int (*conn_snapshot)(int fd, uint64_t conn_id, wj_event *out);
+    // them; 0 if the slot no longer holds conn_id.
+    int (*conn_snapshot)(uint32_t slot, uint64_t conn_id, wj_event *out);
+    // The HTTP parser needs the connection's bytes of one stream (`which`: WJ_PAYLOAD_OUT
+    // and WJ_PAYLOAD_PLAIN bits, as payloads carry them) from stream `offset` on
+    // (UINT64_MAX: never again); captures skip what lies before.
+    void (*conn_want)(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);
 } wj_agent_api;
 
 // What the agent gives back. All are called with the agent lock held, on one thread at a time.
 typedef struct wj_agent_ops {
     void (*handle)(const wj_event *ev);
     void (*handle_dns)(const wj_dns_event *ev);
+    void (*handle_payload)(const wj_payload *p);
     // Writes pending records; with final != 0 also every connection still open.
     void (*flush)(int final, uint64_t end_mono_ns, int tid);
     // Appends "\"type\":count," for each record type the agent wrote; returns the length.

@@ -16,22 +16,29 @@ extern "C" {
 // ---------------------------------------------------------------- events
 
 enum {
-    WJ_EV_CONN_OPEN = 1,   // connect() returned (any result) or accept() returned a socket
-    WJ_EV_CONN_CLOSE = 2,  // a tracked socket was closed (close, dup2 over it, close_range)
+    WJ_EV_CONN_OPEN = 1,   // a connection began: connect() returned (any result), accept()
+                           // returned a socket, socket()/socketpair() made a UDP or pair socket
+    WJ_EV_CONN_CLOSE = 2,  // its last fd was closed (close, dup2 over it, close_range, exit)
     WJ_EV_FORK = 3,        // fork() returned in the parent; a = child pid
     WJ_EV_DNS = 4,         // a resolver call returned (wj_dns_event, on the DNS ring)
+    WJ_EV_PAYLOAD = 5,     // bytes the app moved on a connection (wj_payload, payload ring)
+    WJ_EV_TLS = 6,         // a TLS handshake on a connection ended (t_start..t_end)
 };
 
-enum { WJ_ROLE_CLIENT = 1, WJ_ROLE_SERVER = 2 };
-enum { WJ_TRANSPORT_TCP = 1 };
+enum { WJ_ROLE_CLIENT = 1, WJ_ROLE_SERVER = 2, WJ_ROLE_PAIR = 3, WJ_ROLE_UNKNOWN = 4 };
+enum { WJ_TRANSPORT_TCP = 1, WJ_TRANSPORT_UDP = 2, WJ_TRANSPORT_UNIX = 3 };
 
-// A socket address reduced to what the log needs; fits IPv4 and IPv6.
+// A socket address reduced to what the log needs; fits IPv4 and IPv6. Unix socket paths
+// travel in the event's `path` field (family AF_UNIX here).
 typedef struct wj_addr {
-    uint16_t family;  // AF_INET, AF_INET6, or 0 when unknown
+    uint16_t family;  // AF_INET, AF_INET6, AF_UNIX, or 0 when unknown
     uint16_t port;    // host byte order
     uint32_t scope_id;
     uint8_t bytes[16];
 } wj_addr;
+
+#define WJ_UNIX_PATH_MAX 64
+#define WJ_ALPN_MAX 16
 
 // Fixed-size event: the hot path fills one and pushes it; no pointers, no allocation.
 typedef struct wj_event {
@@ -40,18 +47,28 @@ typedef struct wj_event {
     uint8_t transport;
     int32_t tid;
     int32_t fd;
-    int32_t err;         // errno of a failed connect, 0 otherwise
+    int32_t err;         // errno of a failed connect, or the first I/O error (CLOSE)
     uint64_t conn_id;
-    uint64_t t_start;    // CLOCK_MONOTONIC ns: connect call / accept return
-    uint64_t t_end;      // connect return, or close time
+    uint32_t conn_slot;  // the connection's slot in the pool (for live snapshots)
+    uint32_t flags;      // WJ_OPEN_* / WJ_CLOSE_*
+    uint64_t t_start;    // CLOCK_MONOTONIC ns: connect call / accept return / handshake start
+    uint64_t t_end;      // connect return, close time, handshake end
     uint64_t bytes_in;
     uint64_t bytes_out;
-    uint64_t a;          // kind-specific (child pid for WJ_EV_FORK; flags for OPEN)
-    // CLOSE only (0 = never happened): connect seen complete, first byte out/in, last byte.
+    uint64_t a;          // kind-specific (child pid for WJ_EV_FORK)
+    // CLOSE only (0 = never happened): connect seen complete, first byte out/in, last byte,
+    // shutdown(), TLS handshake.
     uint64_t t_connected;
     uint64_t t_first_out;
     uint64_t t_first_in;
     uint64_t t_last_io;
+    uint64_t t_shutdown;
+    uint64_t t_tls_start;
+    uint64_t t_tls_end;
+    uint16_t tls_version;        // wire version (0x0304 = TLS 1.3), 0 if no TLS seen
+    uint8_t tls_lib;             // WJ_TLS_OPENSSL / WJ_TLS_GNUTLS
+    uint8_t err_phase;           // where err happened: WJ_ERR_*
+    char alpn[WJ_ALPN_MAX];      // ALPN protocol selected, NUL-terminated
     // CLOSE of a TCP connection: TCP_INFO just before the close (valid when has_tcp_info).
     uint32_t has_tcp_info;
     uint32_t rtt_us;
@@ -61,13 +78,39 @@ typedef struct wj_event {
     uint32_t lost;               // tcpi_lost
     wj_addr local;
     wj_addr peer;
+    char path[WJ_UNIX_PATH_MAX]; // unix sockets: the peer's path (or the local one), truncated
 } wj_event;
 
-enum { WJ_OPEN_NONBLOCKING = 1 };  // wj_event.a bits for WJ_EV_CONN_OPEN
+enum { WJ_OPEN_NONBLOCKING = 1, WJ_OPEN_HTTP = 2 };  // wj_event.flags for WJ_EV_CONN_OPEN
+enum { WJ_CLOSE_AT_EXIT = 1, WJ_CLOSE_TLS = 2 };     // wj_event.flags for WJ_EV_CONN_CLOSE
+enum { WJ_ERR_CONNECT = 1, WJ_ERR_IO = 2, WJ_ERR_TLS = 3 };
+enum { WJ_TLS_OPENSSL = 1, WJ_TLS_GNUTLS = 2 };
+
+// Bytes an app moved on a connection, for the HTTP parser: `len` bytes captured from stream
+// offset `offset` (bytes since the connection began in that direction: raw socket bytes, or
+// TLS plaintext when WJ_PAYLOAD_PLAIN), out of a call that moved bytes up to `io_end`.
+// Captures skip what the parser said it does not need (see wj_agent_api.conn_want), so a
+// slot may hold no bytes and only tell that a call moved past a point. A call capturing more
+// than one slot holds pushes several slots with consecutive offsets.
+#define WJ_PAYLOAD_SLOT 512
+enum { WJ_PAYLOAD_OUT = 1, WJ_PAYLOAD_PLAIN = 2 };
+typedef struct wj_payload {
+    uint16_t kind;        // WJ_EV_PAYLOAD
+    uint16_t flags;       // WJ_PAYLOAD_*
+    uint32_t len;         // bytes in data
+    uint32_t conn_slot;
+    int32_t tid;
+    uint64_t conn_id;
+    uint64_t offset;      // stream offset of data[0]
+    uint64_t io_end;      // stream offset just past the call's last byte
+    uint64_t t;           // CLOCK_MONOTONIC ns when the call returned
+    uint8_t data[WJ_PAYLOAD_SLOT - 48];
+} wj_payload;
 
 // One resolver call. Rare and slow next to I/O, so it travels on its own small ring of
 // larger slots instead of making every event this big.
-enum { WJ_DNS_GETADDRINFO = 1, WJ_DNS_GETHOSTBYNAME = 2, WJ_DNS_GETHOSTBYADDR = 3, WJ_DNS_GETNAMEINFO = 4 };
+enum { WJ_DNS_GETADDRINFO = 1, WJ_DNS_GETHOSTBYNAME = 2, WJ_DNS_GETHOSTBYADDR = 3, WJ_DNS_GETNAMEINFO = 4,
+       WJ_DNS_UDP = 5 /* a query the app sent itself to port 53 and its answer */ };
 #define WJ_DNS_NAME_MAX 256
 #define WJ_DNS_ADDRS 8
 typedef struct wj_dns_event {
@@ -123,6 +166,7 @@ void wj_ring_destroy(wj_ring *r);
 // ---------------------------------------------------------------- configuration
 
 enum { WJ_ARGV_FULL = 0, WJ_ARGV_REDACT = 1, WJ_ARGV_NONE = 2 };
+enum { WJ_REDACT_QUERY = 1, WJ_REDACT_USERINFO = 2, WJ_REDACT_FRAGMENT = 4, WJ_REDACT_ALL = 7 };
 
 #define WJ_PATH_MAX 512
 #define WJ_MAX_WARNINGS 8
@@ -134,6 +178,10 @@ typedef struct wj_config {
     int flush_ms;
     int max_connections;
     int log_max_mb;
+    int http;              // parse HTTP/1 from captured bytes (WEDJAT_HTTP)
+    int capture_bytes;     // most bytes captured per I/O call for the parser (WEDJAT_CAPTURE_BYTES)
+    int redact;            // WJ_REDACT_* bits (WEDJAT_REDACT)
+    int http_records;      // http records a second; the rest go into http_summary (WEDJAT_HTTP_RECORDS)
     char dir[WJ_PATH_MAX];
     int warning_count;
     char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
@@ -164,6 +212,7 @@ typedef struct wj_logfile {
     uint64_t dropped_writes;   // write calls (batches of whole lines) that could not land
     uint64_t dropped_bytes;
     int reopen_count;
+    int final_phase;           // set for the last records (process_end): they may use the reserve
     const char *header;        // written first into every new or emptied file (process_start)
     size_t header_len;
     int header_landed;

@@ -16,7 +16,8 @@ WJ_LIB=${WJ_LIB:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 # The runner's variables start with WEDJAT_ but are not wedjat settings: the library would
 # list them as unknown in config_warnings. Keep them as shell variables only.
 export -n WEDJAT_LIBDIR WEDJAT_PRELOAD WEDJAT_CLI WJ_LIB
-unset WEDJAT_DIR WEDJAT_DISABLE WEDJAT_ARGV WEDJAT_FLUSH_MS WEDJAT_MAX_CONNECTIONS WEDJAT_LOG_MAX_MB LD_PRELOAD
+unset WEDJAT_DIR WEDJAT_DISABLE WEDJAT_ARGV WEDJAT_FLUSH_MS WEDJAT_MAX_CONNECTIONS WEDJAT_LOG_MAX_MB LD_PRELOAD \
+    WEDJAT_HTTP WEDJAT_CAPTURE_BYTES WEDJAT_REDACT WEDJAT_HTTP_RECORDS
 export LC_ALL=C
 # The real interpreter binary: `python3` may be a pyenv shim (a bash script that runs env,
 # bash and pyenv before python), which would add a dozen logs to every watched run.

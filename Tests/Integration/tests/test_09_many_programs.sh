@@ -81,7 +81,7 @@ for d, exe in [("logs_python", None), ("logs_node_http", "node"), ("logs_curl", 
 # non-blocking (curl: connect returns EINPROGRESS, the failure shows in poll + SO_ERROR)
 for d in ("logs_python_refused", "logs_curl_refused"):
     if os.path.isdir(d):
-        c = records(load_dir(d), "connection")
+        c = records(load_dir(d), "connection", transport="tcp")
         expect(len(c) >= 1, f"{d}: no connection record for the refused connect")
         for x in c:
             expect_eq((x["peer"], x["error"], x["bytes_in"], x["bytes_out"]),

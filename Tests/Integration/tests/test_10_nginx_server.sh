@@ -56,12 +56,12 @@ reqs = [list(map(int, l.split()[:4])) for l in open(sys.argv[3])]
 logs = load_dir(d)
 ngx = by_exe(logs, "nginx")
 expect_eq(len(ngx), len(logs), "all logs are nginx's")
-workers = [l for l in ngx if l.records("connection")]
+workers = [l for l in ngx if l.records("connection", transport="tcp")]
 worker = one(workers, "nginx log with connections (the worker)")
 master = [l for l in ngx if l is not worker]
 expect(worker.start["parent_log"] is not None and by_path(logs, worker.start["parent_log"]) is not None,
        "worker's parent_log is the master's log")
-conns = worker.records("connection")
+conns = worker.records("connection", transport="tcp")
 expect_eq(len(conns), 200, "server connections in the worker")
 for c in conns:
     expect_eq((c["role"], c["local"]), ("server", f"127.0.0.1:{port}"), "role, local")
@@ -81,6 +81,6 @@ expect_eq(end["dropped_events"], 0, "worker dropped_events")
 expect_eq(end["dropped_records"], 0, "worker dropped_records")
 expect_eq(worker.records("drops"), [], "drops records")
 for m in master:
-    expect_eq(m.records("connection"), [], "connections in the master")
+    expect_eq(m.records("connection", transport="tcp"), [], "TCP connections in the master")
 print(f"ok: worker pid {worker.pid}, {len(conns)} connections, masters {[m.pid for m in master]}")
 PY

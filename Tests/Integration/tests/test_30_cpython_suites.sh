@@ -155,7 +155,7 @@ for m in ("test_socket", "test_ssl", "test_httplib", "test_urllib2_localnet", "t
         expect(len(w.records("connection")) >= 10, f"{m}: only {len(w.records('connection'))} connection records in its worker")
         expect_eq((w.end or {}).get("exit_status"), 0, f"{m}: worker exit_status")
 
-conns = records(logs, "connection")
+conns = records(logs, "connection", transport="tcp")
 norm = lambda a: (a or "").replace("[::ffff:127.0.0.1]", "127.0.0.1")
 clients = collections.Counter((norm(c["local"]), norm(c["peer"])) for c in conns if c["role"] == "client")
 servers = [c for c in conns if c["role"] == "server"]

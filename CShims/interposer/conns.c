@@ -1,0 +1,331 @@
+// The connection pool and the fd table that refers into it, the close records, and the
+// capture of bytes for the HTTP parser. Everything here runs on the app's threads: no
+// allocation (chunks are mmap'ed), no locks; every shared field is a relaxed atomic.
+#include "internal.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <unistd.h>
+
+_Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
+_Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
+uint64_t wj_fd_generation = 1;
+_Atomic int wj_connecting_count;
+static _Atomic uint64_t wj_conn_counter;
+
+uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
+
+// A zeroed chunk the first time it is needed; mmap, not malloc: no allocator lock here.
+static void *chunk(_Atomic(void *) *cell, size_t bytes) {
+    void *c = atomic_load_explicit(cell, memory_order_acquire);
+    if (WJ_LIKELY(c != 0)) return c;
+    void *fresh = (void *)syscall(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (fresh == MAP_FAILED) return 0;
+    void *expected = 0;
+    if (atomic_compare_exchange_strong(cell, &expected, fresh)) return fresh;
+    syscall(SYS_munmap, fresh, bytes);
+    return expected;
+}
+
+static _Atomic uint64_t *fd_cell(int fd) {
+    if ((unsigned)fd >= WJ_FD_MAX) return 0;
+    _Atomic uint64_t *c = chunk((_Atomic(void *) *)&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS],
+                                WJ_FD_CHUNK * sizeof(_Atomic uint64_t));
+    return c ? &c[(unsigned)fd & (WJ_FD_CHUNK - 1)] : 0;
+}
+
+static wj_conn *conn_slot(uint32_t slot) {
+    wj_conn *c = chunk((_Atomic(void *) *)&wj_conn_chunks[slot >> WJ_CONN_CHUNK_BITS], WJ_CONN_CHUNK * sizeof(wj_conn));
+    return c ? &c[slot & (WJ_CONN_CHUNK - 1)] : 0;
+}
+
+static inline uint64_t live_state(void) { return (wj_fd_generation << 2) | WJ_SLOT_LIVE; }
+
+// Claims a free slot: the fd's own number first (nearly always free: the previous socket
+// with that number has ended), then the next ones. Slots a forked child inherited count as free.
+static wj_conn *claim_slot(int fd, uint32_t *slot_out) {
+    uint32_t start = (unsigned)fd < WJ_CONN_MAX ? (uint32_t)fd : 0;
+    for (uint32_t probe = 0; probe < 4096; probe++) {
+        uint32_t slot = (start + probe) & (WJ_CONN_MAX - 1);
+        wj_conn *c = conn_slot(slot);
+        if (!c) return 0;
+        uint64_t st = atomic_load_explicit(&c->state, memory_order_acquire);
+        if ((st & 3) == WJ_SLOT_LIVE && (st >> 2) == wj_fd_generation) continue;
+        if (atomic_compare_exchange_strong(&c->state, &st, live_state())) {
+            *slot_out = slot;
+            return c;
+        }
+    }
+    return 0;
+}
+
+// Byte counts, phase times, TLS facts and TCP_INFO, as close records carry them. fd (if
+// >= 0) still refers to the socket.
+static void fill_tcp_info(int fd, wj_event *ev) {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (syscall(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_total_retrans) + sizeof ti.tcpi_total_retrans)
+        return;
+    ev->has_tcp_info = 1;
+    ev->rtt_us = ti.tcpi_rtt;
+    ev->rttvar_us = ti.tcpi_rttvar;
+    ev->retransmits = ti.tcpi_retransmits;
+    ev->total_retrans = ti.tcpi_total_retrans;
+    ev->lost = ti.tcpi_lost;
+}
+
+static void copy_counters(int fd, wj_conn *c, wj_event *ev) {
+    ev->role = WJ_LOAD(c->role);
+    ev->transport = WJ_LOAD(c->transport);
+    ev->t_start = WJ_LOAD(c->t_open);
+    ev->bytes_in = WJ_LOAD(c->bytes_in);
+    ev->bytes_out = WJ_LOAD(c->bytes_out);
+    ev->t_connected = WJ_LOAD(c->t_connected);
+    ev->t_first_out = WJ_LOAD(c->t_first_out);
+    ev->t_first_in = WJ_LOAD(c->t_first_in);
+    ev->t_last_io = WJ_LOAD(c->t_last_io);
+    ev->t_shutdown = WJ_LOAD(c->t_shutdown);
+    ev->t_tls_start = WJ_LOAD(c->t_tls_start);
+    ev->t_tls_end = WJ_LOAD(c->t_tls_end);
+    ev->tls_version = WJ_LOAD(c->tls_version);
+    ev->tls_lib = WJ_LOAD(c->tls);
+    if (ev->t_tls_end) memcpy(ev->alpn, c->alpn, sizeof ev->alpn);
+    ev->alpn[WJ_ALPN_MAX - 1] = 0;
+    ev->err = WJ_LOAD(c->err);
+    ev->err_phase = WJ_LOAD(c->err_phase);
+    if (fd >= 0 && ev->transport == WJ_TRANSPORT_TCP) fill_tcp_info(fd, ev);
+}
+
+// Ends the connection (its id taken by this call, so only one caller ends it) and fills the
+// close event.
+static int end_conn(wj_conn *c, uint32_t slot, int fd, uint64_t now, wj_event *ev) {
+    memset(ev, 0, sizeof *ev);
+    ev->conn_id = atomic_exchange(&c->conn_id, 0);
+    if (!ev->conn_id) return 0;
+    if (atomic_exchange(&c->connecting, 0)) atomic_fetch_sub(&wj_connecting_count, 1);
+    ev->kind = WJ_EV_CONN_CLOSE;
+    ev->fd = fd;
+    ev->conn_slot = slot;
+    ev->t_end = now;
+    copy_counters(fd, c, ev);
+    return 1;
+}
+
+int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
+    if ((unsigned)fd >= WJ_FD_MAX) return 0;
+    _Atomic uint64_t *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
+    if (!chunk) return 0;
+    uint64_t ref = atomic_exchange(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], 0);
+    if (!ref || (ref >> 32) != (uint32_t)wj_fd_generation) return 0;
+    uint32_t slot = (uint32_t)ref - 1;
+    wj_conn *c = wj_conn_at(slot);
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return 0;
+    // The last fd: the socket closes with it. The fd is still open, for TCP_INFO.
+    int ended = end_conn(c, slot, fd, now, ev);
+    atomic_store_explicit(&c->state, 0, memory_order_release);
+    return ended;
+}
+
+static void set_fd_ref(int fd, uint64_t ref) {
+    _Atomic uint64_t *cell = fd_cell(fd);
+    if (!cell) { wj_proc.untracked_fds++; return; }
+    wj_event gone;  // the number's previous socket was closed where no hook saw it
+    if (wj_fd_drop(fd, wj_now_ns(), &gone)) wj_push(&gone);
+    atomic_store_explicit(cell, ref, memory_order_release);
+}
+
+wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_open, uint32_t *slot_out) {
+    uint32_t slot;
+    wj_conn *c = claim_slot(fd, &slot);
+    if (!c || !fd_cell(fd)) {
+        if (c) atomic_store_explicit(&c->state, 0, memory_order_release);
+        wj_proc.untracked_fds++;
+        return 0;
+    }
+    WJ_STORE(c->refs, 1);
+    WJ_STORE(c->connecting, 0);
+    WJ_STORE(c->role, (uint8_t)role);
+    WJ_STORE(c->transport, (uint8_t)transport);
+    WJ_STORE(c->family, (uint8_t)family);
+    WJ_STORE(c->tls, 0);
+    WJ_STORE(c->tls_version, 0);
+    WJ_STORE(c->http, (uint8_t)(wj_proc.config.http && transport != WJ_TRANSPORT_UDP));
+    WJ_STORE(c->err, 0);
+    WJ_STORE(c->err_phase, 0);
+    WJ_STORE(c->epfd, -1);
+    WJ_STORE(c->epdata, 0);
+    WJ_STORE(c->bytes_in, 0);
+    WJ_STORE(c->bytes_out, 0);
+    WJ_STORE(c->plain_in, 0);
+    WJ_STORE(c->plain_out, 0);
+    WJ_STORE(c->want_in, 0);
+    WJ_STORE(c->want_out, 0);
+    WJ_STORE(c->want_plain_in, 0);
+    WJ_STORE(c->want_plain_out, 0);
+    WJ_STORE(c->t_open, t_open);
+    WJ_STORE(c->t_connected, 0);
+    WJ_STORE(c->t_first_out, 0);
+    WJ_STORE(c->t_first_in, 0);
+    WJ_STORE(c->t_last_io, 0);
+    WJ_STORE(c->t_shutdown, 0);
+    WJ_STORE(c->t_tls_start, 0);
+    WJ_STORE(c->t_tls_end, 0);
+    WJ_STORE(c->dns_query, 0);
+    memset(c->alpn, 0, sizeof c->alpn);
+    atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
+    set_fd_ref(fd, ((uint64_t)(uint32_t)wj_fd_generation << 32) | (slot + 1));
+    *slot_out = slot;
+    return c;
+}
+
+void wj_fd_add_ref(int fd, uint64_t ref) {
+    wj_conn *c = wj_conn_at((uint32_t)ref - 1);
+    if (!c) return;
+    if (atomic_fetch_add(&c->refs, 1) == 0) {  // it ended meanwhile (a racing close)
+        atomic_fetch_sub(&c->refs, 1);
+        return;
+    }
+    set_fd_ref(fd, ref);
+}
+
+void wj_close_tracked_range(unsigned lo, unsigned hi) {
+    if (hi >= WJ_FD_MAX) hi = WJ_FD_MAX - 1;
+    if (lo > hi) return;
+    uint64_t now = wj_now_ns();
+    for (unsigned c = lo >> WJ_FD_CHUNK_BITS; c <= (hi >> WJ_FD_CHUNK_BITS); c++) {
+        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[c]);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
+            unsigned fd = (c << WJ_FD_CHUNK_BITS) | i;
+            if (fd < lo || fd > hi || !atomic_load_explicit(&chunk[i], memory_order_relaxed)) continue;
+            wj_event ev;
+            if (wj_fd_drop((int)fd, now, &ev)) {
+                ev.has_tcp_info = 0;  // the fd is gone already: not this socket's numbers
+                wj_push(&ev);
+            }
+        }
+    }
+}
+
+void wj_note_error(wj_conn *c, int err, int phase) {
+    int32_t none = 0;
+    if (atomic_compare_exchange_strong(&c->err, &none, err)) WJ_STORE(c->err_phase, (uint8_t)phase);
+}
+
+void wj_conn_connected(wj_conn *c, uint64_t now) {
+    if (!atomic_exchange(&c->connecting, 0)) return;
+    atomic_fetch_sub(&wj_connecting_count, 1);
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&c->t_connected, &zero, now);
+}
+
+// A pending connect failed after all: the connection ends now with err (the fd stays the
+// app's, but nothing more is recorded on it).
+void wj_conn_connect_failed(wj_conn *c, int fd, int err) {
+    if (!WJ_LOAD(c->connecting)) return;
+    wj_note_error(c, err, WJ_ERR_CONNECT);
+    uint64_t ref = wj_fd_ref(fd);
+    wj_event ev;
+    if (end_conn(c, ref ? (uint32_t)ref - 1 : 0, fd, wj_now_ns(), &ev)) {
+        ev.err = err;
+        ev.err_phase = WJ_ERR_CONNECT;
+        wj_push(&ev);
+    }
+}
+
+int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out) {
+    wj_conn *c = wj_conn_at(slot);
+    if (!c || atomic_load(&c->conn_id) != conn_id) return 0;
+    memset(out, 0, sizeof *out);
+    out->conn_id = conn_id;
+    out->conn_slot = slot;
+    copy_counters(-1, c, out);
+    return 1;
+}
+
+void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset) {
+    wj_conn *c = wj_conn_at(slot);
+    if (!c || atomic_load(&c->conn_id) != conn_id) return;
+    _Atomic uint64_t *w = (which & WJ_PAYLOAD_PLAIN) ? ((which & WJ_PAYLOAD_OUT) ? &c->want_plain_out : &c->want_plain_in)
+                                                     : ((which & WJ_PAYLOAD_OUT) ? &c->want_out : &c->want_in);
+    WJ_STORE(*w, offset);
+}
+
+// ---------------------------------------------------------------- capture for the parser
+
+// A full ring drops the slot (counted): the parser sees the gap and gives up on the
+// connection unless the gap lies in a body it skips anyway.
+static void push_payload(wj_payload *p, uint64_t offset, uint32_t len) {
+    p->offset = offset;
+    p->len = len;
+    wj_ring_push(&wj_payload_ring, p);
+    if (WJ_UNLIKELY(wj_ring_filling(&wj_payload_ring))) wj_agent_nudge();
+}
+
+// A call moved n bytes at stream offsets [start, start + n) of connection c; buf (or iov)
+// holds them. The parser wants bytes from c->want_* on: copy at most capture_bytes of what it
+// wants; if it wants none of these but the call passed its mark, say so with an empty slot.
+void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
+                uint64_t start, uint64_t n) {
+    uint64_t want = plain ? WJ_LOAD(*(dir == WJ_OUT ? &c->want_plain_out : &c->want_plain_in))
+                          : WJ_LOAD(*(dir == WJ_OUT ? &c->want_out : &c->want_in));
+    uint64_t end = start + n;
+    if (want == UINT64_MAX || end <= want) return;
+    uint64_t id = WJ_LOAD(c->conn_id);
+    if (!id) return;
+    uint64_t from = want > start ? want : start;
+    uint64_t take = end - from;
+    uint64_t cap = (uint64_t)wj_proc.config.capture_bytes;
+    if (take > cap) take = cap;
+    if (!buf && !iov) take = 0;
+    wj_payload p;
+    p.kind = WJ_EV_PAYLOAD;
+    p.flags = (uint16_t)((dir == WJ_OUT ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0));
+    p.conn_slot = (uint32_t)wj_fd_ref(fd) - 1;
+    p.tid = wj_gettid();
+    p.conn_id = id;
+    p.io_end = end;
+    p.t = wj_now_ns();
+    if (take == 0) {
+        push_payload(&p, from, 0);
+        return;
+    }
+    // Walk the buffers from byte (from - start), filling slot after slot.
+    uint64_t skip = from - start, left = take, offset = from;
+    uint32_t fill = 0;
+    const struct iovec one = {(void *)buf, (size_t)n};
+    const struct iovec *v = buf ? &one : iov;
+    int vn = buf ? 1 : iovcnt;
+    for (int i = 0; i < vn && left; i++) {
+        const unsigned char *base = (const unsigned char *)v[i].iov_base;
+        uint64_t len = v[i].iov_len;
+        if (skip >= len) { skip -= len; continue; }
+        base += skip;
+        len -= skip;
+        skip = 0;
+        while (len && left) {
+            uint64_t room = sizeof p.data - fill;
+            uint64_t k = len < room ? len : room;
+            if (k > left) k = left;
+            memcpy(p.data + fill, base, k);
+            fill += (uint32_t)k;
+            base += k;
+            len -= k;
+            left -= k;
+            if (fill == sizeof p.data || !left) {
+                // Only the call's last slot tells how far the call went: an earlier one
+                // claiming it would make the bytes of the next slots look skipped.
+                p.io_end = left ? offset + fill : end;
+                push_payload(&p, offset, fill);
+                offset += fill;
+                fill = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+// The wait calls: poll, select and epoll. Today they tell when a non-blocking connect
+// completed (the socket turned writable and has a peer); when no connect is pending, the
+// wrappers cost one relaxed load.
+#include "internal.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+// A connect completed if the socket has a peer now. getpeername, not SO_ERROR: reading
+// SO_ERROR would clear the error the app is about to read.
+static void check_connecting(int fd, uint64_t now) {
+    wj_conn *c = wj_fd_conn(fd);
+    if (!c || !WJ_LOAD(c->connecting)) return;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (syscall(SYS_getpeername, fd, &ss, &len) == 0) wj_conn_connected(c, now);
+}
+
+static int pending_connects(void) {
+    return atomic_load_explicit(&wj_connecting_count, memory_order_relaxed) > 0;
+}
+
+static void after_poll(struct pollfd *fds, nfds_t n, int r) {
+    if (WJ_LIKELY(r <= 0 || !pending_connects())) return;
+    int err = errno;
+    uint64_t now = wj_now_ns();
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].revents & POLLOUT) check_connecting(fds[i].fd, now);
+    errno = err;
+}
+
+WJ_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
+    int r = WJ_REAL(poll)(fds, n, timeout);
+    after_poll(fds, n, r);
+    return r;
+}
+
+WJ_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+    int r = WJ_REAL(__poll_chk)(fds, n, timeout, fdslen);
+    after_poll(fds, n, r);
+    return r;
+}
+
+WJ_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+    int r = WJ_REAL(ppoll)(fds, n, ts, mask);
+    after_poll(fds, n, r);
+    return r;
+}
+
+WJ_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
+    int r = WJ_REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
+    after_poll(fds, n, r);
+    return r;
+}
+
+static void after_select(int n, fd_set *wr, int r) {
+    if (WJ_LIKELY(r <= 0 || !wr || !pending_connects())) return;
+    int err = errno;
+    uint64_t now = wj_now_ns();
+    for (int fd = 0; fd < n && fd < FD_SETSIZE; fd++)
+        if (FD_ISSET(fd, wr)) check_connecting(fd, now);
+    errno = err;
+}
+
+WJ_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) {
+    int r = WJ_REAL(select)(n, rd, wr, ex, tv);
+    after_select(n, wr, r);
+    return r;
+}
+
+WJ_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask) {
+    int r = WJ_REAL(pselect)(n, rd, wr, ex, ts, mask);
+    after_select(n, wr, r);
+    return r;
+}
+
+// epoll reports the app's data, not the fd: connecting sockets registered with EPOLLOUT are
+// remembered here (fd and slot), and their registration (epfd, data) in the connection.
+#define WJ_WATCHES 64
+static _Atomic uint64_t watches[WJ_WATCHES];  // (fd << 32) | (slot + 1), 0 = empty
+
+static int watch_valid(uint64_t w, wj_conn **out) {
+    int fd = (int)(w >> 32);
+    uint64_t ref = wj_fd_ref(fd);
+    if (!ref || (uint32_t)ref != (uint32_t)w) return 0;
+    wj_conn *c = wj_conn_at((uint32_t)w - 1);
+    if (!c || !WJ_LOAD(c->connecting)) return 0;
+    *out = c;
+    return 1;
+}
+
+static void watch(int fd, uint64_t ref) {
+    uint64_t w = ((uint64_t)(uint32_t)fd << 32) | (uint32_t)ref;
+    for (int i = 0; i < WJ_WATCHES; i++) {
+        uint64_t cur = atomic_load(&watches[i]);
+        wj_conn *c;
+        if (cur == w) return;
+        if ((cur == 0 || !watch_valid(cur, &c)) && atomic_compare_exchange_strong(&watches[i], &cur, w)) return;
+    }
+    // Full: this connect's end is then seen at its first I/O or SO_ERROR read.
+}
+
+WJ_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
+    int r = WJ_REAL(epoll_ctl)(epfd, op, fd, ev);
+    if (WJ_LIKELY(r != 0 || !pending_connects()) || (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD) || !ev) return r;
+    uint64_t ref = wj_fd_ref(fd);
+    wj_conn *c = ref ? wj_conn_at((uint32_t)ref - 1) : 0;
+    if (c && WJ_LOAD(c->connecting) && (ev->events & EPOLLOUT)) {
+        WJ_STORE(c->epfd, epfd);
+        WJ_STORE(c->epdata, ev->data.u64);
+        watch(fd, ref);
+    }
+    return r;
+}
+
+static void after_epoll(int epfd, struct epoll_event *evs, int r) {
+    if (WJ_LIKELY(r <= 0 || !pending_connects())) return;
+    int err = errno;
+    uint64_t now = wj_now_ns();
+    for (int i = 0; i < WJ_WATCHES; i++) {
+        uint64_t w = atomic_load_explicit(&watches[i], memory_order_relaxed);
+        wj_conn *c;
+        if (!w || !watch_valid(w, &c) || WJ_LOAD(c->epfd) != epfd) continue;
+        for (int k = 0; k < r; k++)
+            if ((evs[k].events & EPOLLOUT) && evs[k].data.u64 == WJ_LOAD(c->epdata)) {
+                check_connecting((int)(w >> 32), now);
+                break;
+            }
+    }
+    errno = err;
+}
+
+WJ_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
+    int r = WJ_REAL(epoll_wait)(epfd, evs, max, timeout);
+    after_epoll(epfd, evs, r);
+    return r;
+}
+
+WJ_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
+    int r = WJ_REAL(epoll_pwait)(epfd, evs, max, timeout, mask);
+    after_epoll(epfd, evs, r);
+    return r;
+}
+
+WJ_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask) {
+    int r = WJ_REAL(epoll_pwait2)(epfd, evs, max, ts, mask);
+    after_epoll(epfd, evs, r);
+    return r;
+}

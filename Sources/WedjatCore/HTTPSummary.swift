@@ -1,0 +1,87 @@
+// HTTP exchanges past the per-second record budget are not written one by one: they are
+// counted here, by (role, scheme, method, host, status), and written as `http_summary`
+// records, so a server doing 40,000 requests a second keeps a bounded log and loses no count.
+
+// Log-linear histogram of microseconds: 16 sub-buckets per power of two (about 6% error),
+// fixed size, no allocation after creation.
+public struct DurationHistogram {
+    public private(set) var counts = [UInt64](repeating: 0, count: 64 * 16)
+    public private(set) var total: UInt64 = 0
+    public private(set) var max: UInt64 = 0
+    public init() {}
+
+    static func index(_ v: UInt64) -> Int {
+        if v < 16 { return Int(v) }
+        let e = 63 - v.leadingZeroBitCount          // v in [2^e, 2^(e+1))
+        let sub = Int((v >> UInt64(e - 4)) & 15)    // the 4 bits after the leading one
+        return (e - 3) * 16 + sub
+    }
+
+    static func lowerBound(_ i: Int) -> UInt64 {
+        if i < 16 { return UInt64(i) }
+        let e = i / 16 + 3, sub = UInt64(i % 16)
+        return (UInt64(1) << UInt64(e)) | (sub << UInt64(e - 4))
+    }
+
+    public mutating func record(_ us: UInt64) {
+        counts[DurationHistogram.index(us)] += 1
+        total += 1
+        if us > max { max = us }
+    }
+
+    // The value at quantile q (0...1): the middle of the bucket holding it, never above max.
+    public func quantile(_ q: Double) -> UInt64 {
+        guard total > 0 else { return 0 }
+        let rank = UInt64((Double(total) * q).rounded(.up))
+        var seen: UInt64 = 0
+        for (i, c) in counts.enumerated() where c > 0 {
+            seen += c
+            if seen >= Swift.max(rank, 1) {
+                let lo = DurationHistogram.lowerBound(i), hi = DurationHistogram.lowerBound(i + 1)
+                return Swift.min(max, lo + (hi - lo) / 2)
+            }
+        }
+        return max
+    }
+}
+
+public struct HTTPSummaryKey: Hashable {
+    public var role: String
+    public var scheme: String
+    public var method: String
+    public var host: String?
+    public var status: Int?
+}
+
+public struct HTTPSummaryEntry {
+    public var count: UInt64 = 0
+    public var errors: UInt64 = 0          // exchanges with an error (incomplete, desync, parse)
+    public var requestBytes: UInt64 = 0
+    public var responseBytes: UInt64 = 0
+    public var duration = DurationHistogram()
+    public var ttfb = DurationHistogram()
+    public var firstMono: UInt64 = .max
+    public var lastMono: UInt64 = 0
+}
+
+// Token bucket: `perSecond` records a second, bursts up to `burst`.
+public struct RecordBudget {
+    public let perSecond: Double
+    public let burst: Double
+    private var tokens: Double
+    private var lastMono: UInt64 = 0
+    public init(perSecond: Int, burst: Int) {
+        self.perSecond = Double(perSecond)
+        self.burst = Double(Swift.max(burst, perSecond))
+        tokens = self.burst
+    }
+    public mutating func take(mono: UInt64) -> Bool {
+        if mono > lastMono {
+            if lastMono != 0 { tokens = Swift.min(burst, tokens + Double(mono - lastMono) / 1e9 * perSecond) }
+            lastMono = mono
+        }
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}

@@ -1,0 +1,165 @@
+import XCTest
+import CWedjatCommon
+import WedjatCore
+
+// The aggregator's HTTP path: captured bytes -> parser -> http records, the capture hints it
+// sends back, the per-second record budget and the http_summary records past it.
+final class AggregatorHTTPTests: XCTestCase {
+    var lines: [[String: Any]] = []
+    var wants: [(UInt32, UInt64, Int32, UInt64)] = []
+
+    private func makeAggregator(recordsPerSecond: Int = 200) -> Aggregator {
+        lines = []
+        wants = []
+        let ctx = ProcessContext(pid: 7, initMonoNs: 1_000_000_000, initRealNs: 1_700_000_000_000_000_000,
+                                 maxConnections: 16, httpRecordsPerSecond: recordsPerSecond)
+        return Aggregator(context: ctx, errnoName: { "E\($0)" },
+                          want: { [unowned self] in self.wants.append(($0, $1, $2, $3)) },
+                          sink: { [unowned self] buf in
+            for l in String(decoding: buf, as: UTF8.self).split(separator: "\n") {
+                self.lines.append(try! JSONSerialization.jsonObject(with: Data(l.utf8)) as! [String: Any])
+            }
+            return true
+        })
+    }
+
+    private func open(_ id: UInt64, slot: UInt32 = 9, role: Int = Int(WJ_ROLE_CLIENT), at: UInt64) -> wj_event {
+        var ev = wj_event()
+        ev.kind = UInt16(WJ_EV_CONN_OPEN)
+        ev.role = UInt8(role)
+        ev.transport = UInt8(WJ_TRANSPORT_TCP)
+        ev.conn_id = id
+        ev.conn_slot = slot
+        ev.flags = UInt32(WJ_OPEN_HTTP)
+        ev.t_start = at
+        ev.t_end = at + 1000
+        ev.peer.family = UInt16(AF_INET)
+        ev.peer.port = 80
+        return ev
+    }
+
+    private func close(_ id: UInt64, at: UInt64) -> wj_event {
+        var ev = wj_event()
+        ev.kind = UInt16(WJ_EV_CONN_CLOSE)
+        ev.conn_id = id
+        ev.t_end = at
+        return ev
+    }
+
+    // Feeds `text` as one captured call of the connection, in one or more slots.
+    private func payload(_ agg: Aggregator, _ id: UInt64, out: Bool, offset: UInt64, _ text: String, at: UInt64,
+                         plain: Bool = false) {
+        let bytes = Array(text.utf8)
+        var p = wj_payload()
+        p.kind = UInt16(WJ_EV_PAYLOAD)
+        p.flags = UInt16((out ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0))
+        p.conn_id = id
+        p.conn_slot = 9
+        p.t = at
+        p.io_end = offset + UInt64(bytes.count)
+        let room = MemoryLayout.size(ofValue: p.data)
+        var off = 0
+        repeat {
+            let n = min(room, bytes.count - off)
+            withUnsafeMutableBytes(of: &p.data) { raw in for i in 0..<n { raw[i] = bytes[off + i] } }
+            p.offset = offset + UInt64(off)
+            p.len = UInt32(n)
+            withUnsafePointer(to: p) { agg.handlePayload($0) }
+            off += n
+        } while off < bytes.count
+    }
+
+    func testClientExchangeBecomesAnHTTPRecordAndCountsOnTheConnection() {
+        let agg = makeAggregator()
+        agg.handle(open(1, at: 1_001_000_000))
+        let req = "GET /items?token=abc HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer s3cret\r\n\r\n"
+        payload(agg, 1, out: true, offset: 0, req, at: 1_002_000_000)
+        let resp = "HTTP/1.1 201 Created\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello"
+        payload(agg, 1, out: false, offset: 0, resp, at: 1_005_000_000)
+        agg.handle(close(1, at: 1_006_000_000))
+        agg.flush(final: false, endMono: 1_006_000_000, tid: 0, openCounters: { _, _ in nil })
+        let http = lines.filter { $0["type"] as? String == "http" }
+        XCTAssertEqual(http.count, 1)
+        let h = http[0]
+        XCTAssertEqual(h["method"] as? String, "GET")
+        XCTAssertEqual(h["path"] as? String, "/items?REDACTED")
+        XCTAssertEqual(h["host"] as? String, "api.test")
+        XCTAssertEqual(h["status"] as? Int, 201)
+        XCTAssertEqual(h["scheme"] as? String, "http")
+        XCTAssertEqual(h["reused"] as? Bool, false)
+        XCTAssertEqual(h["ttfb_us"] as? Int, 3000)
+        XCTAssertEqual(h["duration_us"] as? Int, 3000)
+        XCTAssertEqual(h["request_start_ts"] as? Int, 1_700_000_000_002_000)   // init + 2 ms
+        XCTAssertEqual(h["response_body_bytes"] as? Int, 5)
+        XCTAssertEqual(h["request_header_bytes"] as? Int, req.utf8.count)
+        XCTAssertEqual(h["complete"] as? Bool, true)
+        let text = String(describing: h)
+        XCTAssertFalse(text.contains("s3cret") || text.contains("abc"), "no secret reaches the record: \(text)")
+        let conn = lines.first { $0["type"] as? String == "connection" }
+        XCTAssertEqual(conn?["http_requests"] as? Int, 1)
+        // The capturer was told to skip the body it does not need (after the last body byte).
+        XCTAssertTrue(wants.contains { $0.0 == 9 && $0.1 == 1 }, "conn_want calls: \(wants)")
+    }
+
+    func testNonHTTPStopsTheCaptureInBothDirections() {
+        let agg = makeAggregator()
+        agg.handle(open(2, at: 1_001_000_000))
+        payload(agg, 2, out: true, offset: 0, "*1\r\n$4\r\nPING\r\n", at: 1_002_000_000)
+        let never = wants.filter { $0.1 == 2 && $0.3 == UInt64.max }.map { $0.2 }
+        XCTAssertEqual(Set(never), [Int32(WJ_PAYLOAD_OUT), 0], "both raw streams told: never again")
+    }
+
+    func testTLSPlaintextIsParsedSeparatelyAndMarkedHTTPS() {
+        let agg = makeAggregator()
+        agg.handle(open(3, at: 1_001_000_000))
+        payload(agg, 3, out: true, offset: 0, "\u{16}\u{03}\u{01}\u{00}\u{10}", at: 1_001_500_000)  // ClientHello bytes
+        payload(agg, 3, out: true, offset: 0, "HEAD / HTTP/1.1\r\nHost: s.test\r\n\r\n", at: 1_002_000_000, plain: true)
+        payload(agg, 3, out: false, offset: 0, "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", at: 1_003_000_000, plain: true)
+        agg.handle(close(3, at: 1_004_000_000))
+        agg.flush(final: false, endMono: 1_004_000_000, tid: 0, openCounters: { _, _ in nil })
+        let http = lines.filter { $0["type"] as? String == "http" }
+        XCTAssertEqual(http.count, 1)
+        XCTAssertEqual(http.first?["scheme"] as? String, "https")
+        XCTAssertEqual(http.first?["response_body_bytes"] as? Int, 0, "HEAD: no body despite Content-Length")
+        XCTAssertEqual(http.first?["complete"] as? Bool, true)
+    }
+
+    func testRecordsPastTheBudgetGoIntoOneSummaryWithExactCounts() {
+        let agg = makeAggregator(recordsPerSecond: 2)   // burst of 20
+        agg.handle(open(4, role: Int(WJ_ROLE_SERVER), at: 1_001_000_000))
+        var inOff: UInt64 = 0, outOff: UInt64 = 0
+        for i in 0..<50 {
+            let t = 1_002_000_000 + UInt64(i) * 1_000_000   // 50 requests in 50 ms
+            let req = "GET /r/\(i) HTTP/1.1\r\nHost: h\r\n\r\n"
+            payload(agg, 4, out: false, offset: inOff, req, at: t)
+            inOff += UInt64(req.utf8.count)
+            let resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            payload(agg, 4, out: true, offset: outOff, resp, at: t + 400_000)
+            outOff += UInt64(resp.utf8.count)
+        }
+        agg.handle(close(4, at: 1_100_000_000))
+        agg.flush(final: true, endMono: 1_200_000_000, tid: 1, openCounters: { _, _ in nil })
+        let http = lines.filter { $0["type"] as? String == "http" }
+        let summaries = lines.filter { $0["type"] as? String == "http_summary" }
+        XCTAssertEqual(http.count, 20)
+        XCTAssertEqual(summaries.count, 1)
+        let s = summaries[0]
+        XCTAssertEqual(s["count"] as? Int, 30)
+        XCTAssertEqual(s["role"] as? String, "server")
+        XCTAssertEqual(s["status"] as? Int, 200)
+        XCTAssertEqual((s["duration_us"] as? [String: Any])?["max"] as? Int, 400)
+        XCTAssertEqual(lines.first { $0["type"] as? String == "connection" }?["http_requests"] as? Int, 50)
+    }
+
+    func testHistogramQuantilesWithinItsPrecision() {
+        var h = DurationHistogram()
+        for v in 1...1000 { h.record(UInt64(v)) }
+        XCTAssertEqual(h.total, 1000)
+        XCTAssertEqual(h.max, 1000)
+        for (q, exact) in [(0.5, 500.0), (0.9, 900.0), (0.99, 990.0)] {
+            let got = Double(h.quantile(q))
+            XCTAssertLessThanOrEqual(abs(got - exact) / exact, 0.07, "q\(q): \(got) vs \(exact)")
+        }
+        XCTAssertEqual(DurationHistogram().quantile(0.5), 0)
+    }
+}
