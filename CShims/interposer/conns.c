@@ -176,7 +176,9 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->t_shutdown, 0);
     WJ_STORE(c->t_tls_start, 0);
     WJ_STORE(c->t_tls_end, 0);
-    WJ_STORE(c->dns_query, 0);
+    WJ_STORE(c->dns_query[0], 0);
+    WJ_STORE(c->dns_query[1], 0);
+    WJ_STORE(c->dns53, 0);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
     set_fd_ref(fd, ((uint64_t)(uint32_t)wj_fd_generation << 32) | (slot + 1));

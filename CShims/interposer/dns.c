@@ -7,8 +7,6 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#define WJ_EXPORT __attribute__((visibility("default")))
-
 static void set_name(wj_dns_event *ev, const char *name) {
     if (!name) return;
     size_t n = strlen(name);
@@ -174,4 +172,94 @@ WJ_EXPORT struct hostent *gethostbyaddr(const void *addr, socklen_t len, int typ
     h_errno = herr;
     errno = err;
     return h;
+}
+
+// ---------------------------------------------------------------- DNS on the wire
+
+// A resolver that bypasses libc (c-ares, dnspython, ...) sends its own queries over UDP to
+// port 53. A query's id and time are kept in the connection (two outstanding, as for A and
+// AAAA asked together); the answer with that id becomes a dns record: the question's name
+// and type, the RCODE, the answer count and the A/AAAA addresses. Bounded parsing of the
+// app's own bytes; malformed packets are ignored.
+#define WJ_DNS_WIRE_MAX 1232
+
+static unsigned get16(const unsigned char *p) { return (unsigned)p[0] << 8 | p[1]; }
+
+// Skips a (possibly compressed) name at p[*off]; with out, also spells it (question only).
+static int dns_name(const unsigned char *p, size_t n, size_t *off, char *out, size_t cap) {
+    size_t o = *off, w = 0;
+    for (int labels = 0; labels < 128; labels++) {
+        if (o >= n) return 0;
+        unsigned len = p[o];
+        if (len == 0) { *off = o + 1; if (out) out[w] = 0; return 1; }
+        if ((len & 0xc0) == 0xc0) { if (o + 2 > n) return 0; *off = o + 2; if (out) out[w] = 0; return !out; }
+        if (len > 63 || o + 1 + len > n) return 0;
+        if (out) {
+            if (w && w + 1 < cap) out[w++] = '.';
+            for (unsigned i = 0; i < len && w + 1 < cap; i++) out[w++] = (char)p[o + 1 + i];
+        }
+        o += 1 + len;
+    }
+    return 0;
+}
+
+void wj_dns_datagram(wj_conn *c, int dir, const void *buf, const struct iovec *iov, int iovcnt, uint64_t n) {
+    unsigned char copy[WJ_DNS_WIRE_MAX];
+    const unsigned char *p = (const unsigned char *)buf;
+    if (n > WJ_DNS_WIRE_MAX) n = WJ_DNS_WIRE_MAX;
+    if (!p) {
+        if (!iov) return;
+        size_t w = 0;
+        for (int i = 0; i < iovcnt && w < n; i++) {
+            size_t k = iov[i].iov_len < n - w ? iov[i].iov_len : n - w;
+            memcpy(copy + w, iov[i].iov_base, k);
+            w += k;
+        }
+        p = copy;
+        n = w;
+    }
+    if (n < 12) return;
+    unsigned id = get16(p), flags = get16(p + 2), qd = get16(p + 4), an = get16(p + 6);
+    uint64_t now_us = wj_now_ns() / 1000;
+    if (dir == WJ_OUT) {
+        if (flags & 0x8000) return;  // not a query
+        uint64_t q = ((uint64_t)id << 48) | (now_us & 0xffffffffffffull);
+        // The older of the two slots makes room.
+        uint64_t a = WJ_LOAD(c->dns_query[0]), b = WJ_LOAD(c->dns_query[1]);
+        WJ_STORE(c->dns_query[(a & 0xffffffffffffull) <= (b & 0xffffffffffffull) ? 0 : 1], q);
+        return;
+    }
+    if (!(flags & 0x8000) || qd < 1) return;
+    int k = -1;
+    for (int i = 0; i < 2; i++) {
+        uint64_t q = WJ_LOAD(c->dns_query[i]);
+        if (q && (q >> 48) == id) k = i;
+    }
+    if (k < 0) return;
+    uint64_t sent_us = WJ_LOAD(c->dns_query[k]) & 0xffffffffffffull;
+    WJ_STORE(c->dns_query[k], 0);
+    wj_dns_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = WJ_EV_DNS;
+    ev.api = WJ_DNS_UDP;
+    ev.t_end = now_us * 1000;
+    ev.t_start = ((now_us & ~0xffffffffffffull) | sent_us) * 1000;
+    if (ev.t_start > ev.t_end) ev.t_start = ev.t_end;
+    ev.error = (int32_t)(flags & 0xf);
+    size_t off = 12;
+    if (!dns_name(p, n, &off, ev.name, sizeof ev.name) || off + 4 > n) return;
+    unsigned qtype = get16(p + off);
+    ev.family = qtype == 1 ? AF_INET : qtype == 28 ? AF_INET6 : AF_UNSPEC;
+    off += 4;
+    for (unsigned i = 1; i < qd; i++) if (!dns_name(p, n, &off, 0, 0) || (off += 4) > n) return;
+    for (unsigned i = 0; i < an; i++) {
+        if (!dns_name(p, n, &off, 0, 0) || off + 10 > n) break;
+        unsigned type = get16(p + off), rdlen = get16(p + off + 8);
+        off += 10;
+        if (off + rdlen > n) break;
+        if (type == 1 && rdlen == 4) add_addr(&ev, AF_INET, p + off);
+        else if (type == 28 && rdlen == 16) add_addr(&ev, AF_INET6, p + off);
+        off += rdlen;
+    }
+    wj_push_dns(&ev);
 }

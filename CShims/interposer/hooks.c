@@ -36,6 +36,7 @@ static void udp_first_io(wj_conn *c, int fd, int dir, uint64_t now) {
     open_event(&ev, fd, role, WJ_TRANSPORT_UDP, WJ_LOAD(c->t_open), now);
     sock_name(fd, &ev.local, 0, 0);
     sock_name(fd, &ev.peer, 0, 1);
+    if (ev.peer.port == 53) WJ_STORE(c->dns53, 1);
     ev.conn_id = WJ_LOAD(c->conn_id);
     ev.conn_slot = (uint32_t)wj_fd_ref(fd) - 1;
     if (ev.conn_id) wj_push(&ev);
@@ -56,7 +57,12 @@ static __attribute__((noinline)) void io_on_conn(wj_conn *c, int fd, int dir, ui
     WJ_STORE(c->t_last_io, now);
     // Data moved: a pending non-blocking connect has completed by now at the latest.
     if (WJ_UNLIKELY(WJ_LOAD(c->connecting))) wj_conn_connected(c, now);
-    if (WJ_LOAD(c->http) && !WJ_LOAD(c->tls)) wj_capture(c, fd, dir, 0, buf, iov, iovcnt, start, n);
+    if (WJ_UNLIKELY(WJ_LOAD(c->dns53))) wj_dns_datagram(c, dir, buf, iov, iovcnt, n);
+    // Bytes for the HTTP parser, if it wants any of these (a non-HTTP stream costs one load).
+    if (WJ_LOAD(c->http) && !WJ_LOAD(c->tls)) {
+        uint64_t want = WJ_LOAD(*(dir == WJ_OUT ? &c->want_out : &c->want_in));
+        if (want != UINT64_MAX && start + n > want) wj_capture(c, fd, dir, 0, buf, iov, iovcnt, start, n);
+    }
 }
 
 static __attribute__((noinline)) void io_failed(int fd, int err) {
@@ -242,6 +248,7 @@ WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
             open_event(&ev, fd, WJ_LOAD(known->role), WJ_TRANSPORT_UDP, WJ_LOAD(known->t_open), t_end);
             to_wj_addr(&ev.peer, ev.path, addr, len);
             sock_name(fd, &ev.local, 0, 0);
+            WJ_STORE(known->dns53, (uint8_t)(ev.peer.port == 53));
             ev.conn_id = WJ_LOAD(known->conn_id);
             ev.conn_slot = wj_conn_slot_of(known, fd);
             if (ev.conn_id) wj_push(&ev);

@@ -90,7 +90,8 @@ typedef struct wj_conn {
     _Atomic uint64_t want_plain_in, want_plain_out;
     _Atomic uint64_t t_open, t_connected, t_first_out, t_first_in, t_last_io, t_shutdown;
     _Atomic uint64_t t_tls_start, t_tls_end;
-    _Atomic uint64_t dns_query;  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
+    _Atomic uint64_t dns_query[2];  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
+    _Atomic uint8_t dns53;          // a UDP socket whose peer is port 53
     char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
 } wj_conn;
 
@@ -142,6 +143,9 @@ WJ_HIDDEN void wj_note_error(wj_conn *c, int err, int phase);
 WJ_HIDDEN void wj_conn_connected(wj_conn *c, uint64_t now);
 WJ_HIDDEN void wj_conn_connect_failed(wj_conn *c, int fd, int err);
 WJ_HIDDEN uint64_t wj_next_conn_id(void);
+// A datagram to or from port 53 on a UDP connection: queries are remembered, answers become
+// dns records (resolvers that bypass libc).
+WJ_HIDDEN void wj_dns_datagram(wj_conn *c, int dir, const void *buf, const struct iovec *iov, int iovcnt, uint64_t n);
 WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
                           uint64_t start, uint64_t n);
 

@@ -61,6 +61,7 @@ public final class Aggregator {
     public private(set) var untrackedConnections: UInt64 = 0
     public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
     private var budget: RecordBudget
+    private var early: [UInt64: [wj_payload]] = [:]
     private var summaries: [HTTPSummaryKey: HTTPSummaryEntry] = [:]
     private var lastSummaryMono: UInt64 = 0
     static let summaryIntervalNs: UInt64 = 10_000_000_000
@@ -97,6 +98,9 @@ public final class Aggregator {
                            requests: 0)
             } else if open.count < context.maxConnections {
                 open[ev.conn_id] = OpenConnection(event: ev, host: host)
+                if let waiting = early.removeValue(forKey: ev.conn_id) {
+                    for var p in waiting { withUnsafePointer(to: &p) { handlePayload($0) } }
+                }
             } else {
                 untrackedConnections += 1
             }
@@ -123,7 +127,15 @@ public final class Aggregator {
 
     // Bytes of a connection, for its HTTP parser.
     public func handlePayload(_ p: UnsafePointer<wj_payload>) {
-        guard let conn = open[p.pointee.conn_id], (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
+        guard let conn = open[p.pointee.conn_id] else {
+            // Its open event is still on its way: another thread took the open's time first
+            // but pushed it later. Keep a few until it comes (dropped at the next flush).
+            if early.count < 64 || early[p.pointee.conn_id] != nil, early[p.pointee.conn_id, default: []].count < 32 {
+                early[p.pointee.conn_id, default: []].append(p.pointee)
+            }
+            return
+        }
+        guard (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
         let plain = (p.pointee.flags & UInt16(WJ_PAYLOAD_PLAIN)) != 0
         let stream: HTTP1Stream
         if let s = plain ? conn.plain : conn.raw {
@@ -205,6 +217,7 @@ public final class Aggregator {
             }
             open.removeAll()
         }
+        early.removeAll()
         if lastSummaryMono == 0 { lastSummaryMono = endMono }
         if final || endMono &- lastSummaryMono >= Aggregator.summaryIntervalNs {
             writeSummaries(mono: endMono, tid: Int32(tid))

@@ -84,6 +84,7 @@ enum DNSNames {
         case Int32(WJ_DNS_GETHOSTBYNAME): return "gethostbyname"
         case Int32(WJ_DNS_GETHOSTBYADDR): return "gethostbyaddr"
         case Int32(WJ_DNS_GETNAMEINFO): return "getnameinfo"
+        case Int32(WJ_DNS_UDP): return "udp"
         default: return "unknown"
         }
     }
@@ -98,6 +99,10 @@ enum DNSNames {
 
     // getaddrinfo/getnameinfo return EAI_* codes (negative in glibc); gethostby* set h_errno.
     static func error(_ code: Int32, api: Int32) -> String {
+        if api == Int32(WJ_DNS_UDP) {   // the answer's RCODE
+            let names = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
+            return code >= 0 && Int(code) < names.count ? names[Int(code)] : "RCODE\(code)"
+        }
         if api == Int32(WJ_DNS_GETADDRINFO) || api == Int32(WJ_DNS_GETNAMEINFO) {
             switch code {
             case -1: return "EAI_BADFLAGS"

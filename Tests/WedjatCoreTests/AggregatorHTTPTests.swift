@@ -101,6 +101,18 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertTrue(wants.contains { $0.0 == 9 && $0.1 == 1 }, "conn_want calls: \(wants)")
     }
 
+    func testBytesThatArriveBeforeTheirOpenEventAreKeptUntilIt() {
+        let agg = makeAggregator()
+        payload(agg, 5, out: true, offset: 0, "GET /early HTTP/1.1\r\nHost: e\r\n\r\n", at: 1_002_000_000)
+        agg.handle(open(5, at: 1_001_000_000))
+        payload(agg, 5, out: false, offset: 0, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", at: 1_003_000_000)
+        agg.handle(close(5, at: 1_004_000_000))
+        agg.flush(final: false, endMono: 1_004_000_000, tid: 0, openCounters: { _, _ in nil })
+        let http = lines.filter { $0["type"] as? String == "http" }
+        XCTAssertEqual(http.map { $0["path"] as? String }, ["/early"])
+        XCTAssertEqual(http.first?["complete"] as? Bool, true)
+    }
+
     func testNonHTTPStopsTheCaptureInBothDirections() {
         let agg = makeAggregator()
         agg.handle(open(2, at: 1_001_000_000))
