@@ -1,17 +1,24 @@
 #!/bin/sh
-# Rewrites Tests/WedjatAnalysisTests/Golden/* with the current `wedjat report` output on
-# Tests/WedjatAnalysisTests/Fixtures/run1 (GoldenReportTests compares against them).
+# Rewrites Tests/WedjatAnalysisTests/Golden/* with the current `wedjat report` output on the
+# fixtures (GoldenReportTests compares against them):
+#   Fixtures/run1 -> Golden/report.txt, report.json   (processes, connections, tree)
+#   Fixtures/http -> Golden/http.txt, http.json       (http, http_summary, TLS, UDP, unix)
 # Run from the test directory with a relative path, so the paths in the reports are the
-# portable "Fixtures/run1/..." the test expects. Review the diff afterwards: a golden file
-# only proves that the output did not change, not that it is right.
+# portable "Fixtures/<name>/..." the tests expect. Review the diff afterwards: a golden file
+# only proves that the output did not change, not that it is right (the tests also pin
+# hand-checked values).
+# WEDJAT_SCRATCH: the build directory to use (default .build-cli).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-swift build --scratch-path .build-cli --product wedjat-cli
-cli="$(swift build --scratch-path .build-cli --show-bin-path)/wedjat-cli"
+scratch=${WEDJAT_SCRATCH:-.build-cli}
+swift build --scratch-path "$scratch" --product wedjat-cli
+cli="$(swift build --scratch-path "$scratch" --show-bin-path)/wedjat-cli"
 cd Tests/WedjatAnalysisTests
 "$cli" report --color never Fixtures/run1 > Golden/report.txt
 "$cli" report --format json Fixtures/run1 > Golden/report.json
+"$cli" report --color never Fixtures/http > Golden/http.txt
+"$cli" report --format json Fixtures/http > Golden/http.json
 cd "$root"
 git diff --stat -- Tests/WedjatAnalysisTests/Golden 2>/dev/null || true
-echo "regenerated Tests/WedjatAnalysisTests/Golden/report.txt and report.json"
+echo "regenerated Tests/WedjatAnalysisTests/Golden/{report,http}.{txt,json}"

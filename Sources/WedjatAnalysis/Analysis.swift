@@ -18,6 +18,9 @@ public struct ProcessLog: Sendable {
     public var openAtExit = 0
     public var dnsLookups = 0
     public var dnsErrors = 0
+    /// HTTP exchanges: `http` records plus `http_summary` counts, and those with an error.
+    public var httpRequests: Int64 = 0
+    public var httpErrors: Int64 = 0
     /// `warning` and `exec_failed` records, in file order.
     public var notes: [NoteRecord] = []
     public var firstTs: Int64 = .max
@@ -55,6 +58,9 @@ public struct ProcessLog: Sendable {
     public var durationUs: Int64 { end?.durationUs ?? (lastKnownTs - startTs) }
     public var droppedEvents: Int64 { end?.droppedEvents ?? latestDrops?.droppedEvents ?? 0 }
     public var droppedRecords: Int64 { end?.droppedRecords ?? latestDrops?.droppedRecords ?? 0 }
+    /// Only `process_end` carries these: 0 for a killed process (unknown).
+    public var captureDropped: Int64 { end?.captureDropped ?? 0 }
+    public var untrackedConnections: Int64 { end?.untrackedConnections ?? 0 }
     public var killed: Bool { end == nil }
 
     mutating func add(_ record: Record) {
@@ -88,6 +94,14 @@ public struct ProcessLog: Sendable {
         case .note(let n):
             recordPid = recordPid ?? n.pid
             if notes.count < 100 { notes.append(n) }
+        case .http(let h):
+            recordPid = recordPid ?? h.pid
+            httpRequests += 1
+            if h.error != nil { httpErrors += 1 }
+        case .httpSummary(let h):
+            recordPid = recordPid ?? h.pid
+            httpRequests += Swift.max(0, h.count)
+            httpErrors += Swift.max(0, h.errors)
         }
     }
 }
@@ -97,6 +111,8 @@ public struct RunAnalysis: Sendable {
     /// One per file that held at least one good record, in reading order.
     public private(set) var logs: [ProcessLog] = []
     public private(set) var peers: [PeerKey: PeerStats] = [:]
+    public private(set) var http: [HTTPKey: HTTPStats] = [:]
+    public private(set) var connectionStats = ConnectionStats()
     public private(set) var readerWarnings: [ReaderWarning] = []
     public private(set) var filesRead = 0
     private var index: [String: Int] = [:]
@@ -128,9 +144,19 @@ public struct RunAnalysis: Sendable {
             logs.append(ProcessLog(path: file))
         }
         logs[i].add(record)
-        if case .connection(let c) = record {
+        switch record {
+        case .connection(let c):
             let key = PeerKey(c)
             peers[key, default: PeerStats(key: key)].add(c)
+            connectionStats.add(c)
+        case .http(let h):
+            let key = HTTPKey(h)
+            http[key, default: HTTPStats(key: key)].add(h)
+        case .httpSummary(let s):
+            let key = HTTPKey(s)
+            http[key, default: HTTPStats(key: key)].add(s)
+        default:
+            break
         }
     }
 }

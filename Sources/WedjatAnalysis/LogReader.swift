@@ -248,5 +248,7 @@ func recordTypeName(_ r: Record) -> String {
     case .processEnd: "process_end"
     case .dns: "dns"
     case .note(let n): n.type
+    case .http: "http"
+    case .httpSummary: "http_summary"
     }
 }

@@ -57,16 +57,24 @@ public struct ConnectionRecord: Sendable, Equatable {
     public var openAtExit: Bool
     /// The name the app resolved the peer address from, when wedjat saw the lookup.
     public var host: String?
+    /// `connect`, `io`, `tls` (or another phase a newer writer names); nil for older logs.
+    public var errorPhase: String?
+    public var tls: TLSInfo?
+    public var shutdownTs: Int64?
+    /// HTTP/1 requests seen on it; nil when HTTP parsing was off, for UDP, or in older logs.
+    public var httpRequests: Int64?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, fd: Int? = nil, transport: String? = "tcp",
                 family: String? = "ipv4", role: String, local: String? = nil, peer: String? = nil,
                 openTs: Int64? = nil, closeTs: Int64? = nil, durationUs: Int64? = nil, connectUs: Int64? = nil,
                 bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false,
-                host: String? = nil) {
+                host: String? = nil, errorPhase: String? = nil, tls: TLSInfo? = nil, shutdownTs: Int64? = nil,
+                httpRequests: Int64? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.fd = fd; self.transport = transport
         self.family = family; self.role = role; self.local = local; self.peer = peer; self.openTs = openTs
         self.closeTs = closeTs; self.durationUs = durationUs; self.connectUs = connectUs; self.bytesIn = bytesIn
         self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit; self.host = host
+        self.errorPhase = errorPhase; self.tls = tls; self.shutdownTs = shutdownTs; self.httpRequests = httpRequests
     }
 
     /// `duration_us`, or `close_ts - open_ts` when an older writer left it out.
@@ -74,6 +82,116 @@ public struct ConnectionRecord: Sendable, Equatable {
         if let durationUs, durationUs >= 0 { return durationUs }
         if let openTs, let closeTs, closeTs >= openTs { return closeTs - openTs }
         return nil
+    }
+}
+
+/// A connection's `tls` object: the handshake seen through the app's TLS library.
+public struct TLSInfo: Sendable, Equatable {
+    public var library: String?
+    public var startTs: Int64?
+    public var endTs: Int64?
+    /// nil when the handshake never finished.
+    public var handshakeUs: Int64?
+    public var version: String?
+    public var alpn: String?
+    public init(library: String? = nil, startTs: Int64? = nil, endTs: Int64? = nil, handshakeUs: Int64? = nil,
+                version: String? = nil, alpn: String? = nil) {
+        self.library = library; self.startTs = startTs; self.endTs = endTs; self.handshakeUs = handshakeUs
+        self.version = version; self.alpn = alpn
+    }
+}
+
+/// One HTTP/1.x exchange (`http` record).
+public struct HTTPRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var tid: Int?
+    public var connId: Int64?
+    public var role: String
+    public var scheme: String?
+    public var method: String?
+    public var host: String?
+    public var path: String?
+    /// The final status; nil when no response was seen.
+    public var status: Int?
+    public var interimResponses: Int?
+    public var peer: String?
+    public var requestIndex: Int?
+    public var reused: Bool?
+    public var requestStartTs: Int64?
+    public var requestEndTs: Int64?
+    public var responseStartTs: Int64?
+    public var responseEndTs: Int64?
+    public var ttfbUs: Int64?
+    public var waitUs: Int64?
+    public var durationUs: Int64?
+    public var requestHeaderBytes: Int64
+    public var requestBodyBytes: Int64
+    public var responseHeaderBytes: Int64
+    public var responseBodyBytes: Int64
+    public var complete: Bool?
+    public var upgraded: Bool
+    /// `incomplete`, `desync`, `parse`, or nil.
+    public var error: String?
+
+    public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, role: String, scheme: String? = "http",
+                method: String? = "GET", host: String? = nil, path: String? = nil, status: Int? = nil,
+                interimResponses: Int? = nil, peer: String? = nil, requestIndex: Int? = nil, reused: Bool? = nil,
+                requestStartTs: Int64? = nil, requestEndTs: Int64? = nil, responseStartTs: Int64? = nil,
+                responseEndTs: Int64? = nil, ttfbUs: Int64? = nil, waitUs: Int64? = nil, durationUs: Int64? = nil,
+                requestHeaderBytes: Int64 = 0, requestBodyBytes: Int64 = 0, responseHeaderBytes: Int64 = 0,
+                responseBodyBytes: Int64 = 0, complete: Bool? = nil, upgraded: Bool = false, error: String? = nil) {
+        self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.role = role; self.scheme = scheme
+        self.method = method; self.host = host; self.path = path; self.status = status
+        self.interimResponses = interimResponses; self.peer = peer; self.requestIndex = requestIndex
+        self.reused = reused; self.requestStartTs = requestStartTs; self.requestEndTs = requestEndTs
+        self.responseStartTs = responseStartTs; self.responseEndTs = responseEndTs; self.ttfbUs = ttfbUs
+        self.waitUs = waitUs; self.durationUs = durationUs; self.requestHeaderBytes = requestHeaderBytes
+        self.requestBodyBytes = requestBodyBytes; self.responseHeaderBytes = responseHeaderBytes
+        self.responseBodyBytes = responseBodyBytes; self.complete = complete; self.upgraded = upgraded
+        self.error = error
+    }
+}
+
+/// An `http_summary` distribution: already aggregated by the writer (values within about 6%).
+public struct SummaryDistribution: Sendable, Equatable {
+    public var count: Int64
+    public var p50: Int64
+    public var p90: Int64
+    public var p99: Int64
+    public var max: Int64
+    public init(count: Int64, p50: Int64, p90: Int64, p99: Int64, max: Int64) {
+        self.count = count; self.p50 = p50; self.p90 = p90; self.p99 = p99; self.max = max
+    }
+}
+
+/// Exchanges past the writer's record budget, counted per (role, scheme, method, host, status).
+public struct HTTPSummaryRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var tid: Int?
+    public var role: String
+    public var scheme: String?
+    public var method: String?
+    public var host: String?
+    public var status: Int?
+    public var count: Int64
+    public var errors: Int64
+    public var requestBytes: Int64
+    public var responseBytes: Int64
+    public var firstTs: Int64?
+    public var lastTs: Int64?
+    public var durationUs: SummaryDistribution?
+    public var ttfbUs: SummaryDistribution?
+
+    public init(ts: Int64, pid: Int, tid: Int? = nil, role: String, scheme: String? = "http", method: String? = "GET",
+                host: String? = nil, status: Int? = nil, count: Int64, errors: Int64 = 0, requestBytes: Int64 = 0,
+                responseBytes: Int64 = 0, firstTs: Int64? = nil, lastTs: Int64? = nil,
+                durationUs: SummaryDistribution? = nil, ttfbUs: SummaryDistribution? = nil) {
+        self.ts = ts; self.pid = pid; self.tid = tid; self.role = role; self.scheme = scheme; self.method = method
+        self.host = host; self.status = status; self.count = count; self.errors = errors
+        self.requestBytes = requestBytes; self.responseBytes = responseBytes; self.firstTs = firstTs
+        self.lastTs = lastTs; self.durationUs = durationUs; self.ttfbUs = ttfbUs
     }
 }
 
@@ -131,12 +249,17 @@ public struct ProcessEnd: Sendable, Equatable {
     public var droppedEvents: Int64
     public var droppedRecords: Int64
     public var openConnections: Int64
+    /// Connections not reported because a limit was reached.
+    public var untrackedConnections: Int64
+    /// Capture-ring slots lost: HTTP exchanges they cut short carry `error: "desync"`.
+    public var captureDropped: Int64
     public init(ts: Int64, pid: Int, tid: Int? = nil, reason: String, exitStatus: Int? = nil, durationUs: Int64? = nil,
                 records: [String: Int64] = [:], droppedEvents: Int64 = 0, droppedRecords: Int64 = 0,
-                openConnections: Int64 = 0) {
+                openConnections: Int64 = 0, untrackedConnections: Int64 = 0, captureDropped: Int64 = 0) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.reason = reason; self.exitStatus = exitStatus
         self.durationUs = durationUs; self.records = records; self.droppedEvents = droppedEvents
         self.droppedRecords = droppedRecords; self.openConnections = openConnections
+        self.untrackedConnections = untrackedConnections; self.captureDropped = captureDropped
     }
 }
 
@@ -148,9 +271,11 @@ public enum Record: Sendable, Equatable {
     case processEnd(ProcessEnd)
     case dns(DNSRecord)
     case note(NoteRecord)
+    case http(HTTPRecord)
+    case httpSummary(HTTPSummaryRecord)
 
     public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end",
-                                                 "dns", "warning", "exec_failed"]
+                                                 "dns", "warning", "exec_failed", "http", "http_summary"]
 
     public var ts: Int64 {
         switch self {
@@ -161,6 +286,8 @@ public enum Record: Sendable, Equatable {
         case .processEnd(let r): r.ts
         case .dns(let r): r.ts
         case .note(let r): r.ts
+        case .http(let r): r.ts
+        case .httpSummary(let r): r.ts
         }
     }
 }
@@ -203,7 +330,45 @@ extension Record {
                 durationUs: try f.int64("duration_us"), connectUs: try f.int64("connect_us"),
                 bytesIn: try f.int64("bytes_in") ?? 0, bytesOut: try f.int64("bytes_out") ?? 0,
                 error: try f.string("error"), openAtExit: try f.bool("open_at_exit") ?? false,
-                host: try f.string("host")))
+                host: try f.string("host"), errorPhase: try f.string("error_phase"),
+                tls: try f.object("tls").map { t throws(RecordDecodeError) in
+                    TLSInfo(library: try t.string("library"), startTs: try t.int64("start_ts"),
+                            endTs: try t.int64("end_ts"), handshakeUs: try t.int64("handshake_us"),
+                            version: try t.string("version"), alpn: try t.string("alpn"))
+                },
+                shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests")))
+        case "http":
+            return .http(HTTPRecord(
+                ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"),
+                role: try f.string("role", required: true)!, scheme: try f.string("scheme"),
+                method: try f.string("method"), host: try f.string("host"), path: try f.string("path"),
+                status: try f.int("status"), interimResponses: try f.int("interim_responses"),
+                peer: try f.string("peer"), requestIndex: try f.int("request_index"), reused: try f.bool("reused"),
+                requestStartTs: try f.int64("request_start_ts"), requestEndTs: try f.int64("request_end_ts"),
+                responseStartTs: try f.int64("response_start_ts"), responseEndTs: try f.int64("response_end_ts"),
+                ttfbUs: try f.int64("ttfb_us"), waitUs: try f.int64("wait_us"), durationUs: try f.int64("duration_us"),
+                requestHeaderBytes: try f.int64("request_header_bytes") ?? 0,
+                requestBodyBytes: try f.int64("request_body_bytes") ?? 0,
+                responseHeaderBytes: try f.int64("response_header_bytes") ?? 0,
+                responseBodyBytes: try f.int64("response_body_bytes") ?? 0,
+                complete: try f.bool("complete"), upgraded: try f.bool("upgraded") ?? false,
+                error: try f.string("error")))
+        case "http_summary":
+            func distribution(_ key: String) throws(RecordDecodeError) -> SummaryDistribution? {
+                try f.object(key).map { d throws(RecordDecodeError) in
+                    SummaryDistribution(count: try d.int64("count", required: true)!, p50: try d.int64("p50", required: true)!,
+                                        p90: try d.int64("p90", required: true)!, p99: try d.int64("p99", required: true)!,
+                                        max: try d.int64("max", required: true)!)
+                }
+            }
+            return .httpSummary(HTTPSummaryRecord(
+                ts: ts, pid: pid, tid: try f.int("tid"), role: try f.string("role", required: true)!,
+                scheme: try f.string("scheme"), method: try f.string("method"), host: try f.string("host"),
+                status: try f.int("status"), count: try f.int64("count", required: true)!,
+                errors: try f.int64("errors") ?? 0, requestBytes: try f.int64("request_bytes") ?? 0,
+                responseBytes: try f.int64("response_bytes") ?? 0, firstTs: try f.int64("first_ts"),
+                lastTs: try f.int64("last_ts"), durationUs: try distribution("duration_us"),
+                ttfbUs: try distribution("ttfb_us")))
         case "dns":
             return .dns(DNSRecord(ts: ts, pid: pid, api: try f.string("api"), name: try f.string("name"),
                                   durationUs: try f.int64("duration_us"), answers: try f.int("answers") ?? 0,
@@ -224,7 +389,9 @@ extension Record {
                 exitStatus: try f.int("exit_status"), durationUs: try f.int64("duration_us"),
                 records: try f.intMap("records") ?? [:],
                 droppedEvents: try f.int64("dropped_events") ?? 0, droppedRecords: try f.int64("dropped_records") ?? 0,
-                openConnections: try f.int64("open_connections") ?? 0))
+                openConnections: try f.int64("open_connections") ?? 0,
+                untrackedConnections: try f.int64("untracked_connections") ?? 0,
+                captureDropped: try f.int64("capture_dropped") ?? 0))
         }
     }
 }
@@ -233,19 +400,36 @@ extension Record {
 private struct Fields {
     let object: [String: Any]
     let type: String
+    /// For a nested object: its path and a dot (`tls.`), so a warning names `tls.version`.
+    var prefix = ""
+
+    init(object: [String: Any], type: String, prefix: String = "") {
+        self.object = object; self.type = type; self.prefix = prefix
+    }
+
+    private func bad(_ key: String, _ expected: String) -> RecordDecodeError {
+        .badField(type: type, field: prefix + key, expected: expected)
+    }
 
     private func raw(_ key: String, required: Bool, expected: String) throws(RecordDecodeError) -> Any? {
         let v = object[key]
         if v == nil || v is NSNull {
-            if required { throw .badField(type: type, field: key, expected: expected) }
+            if required { throw bad(key, expected) }
             return nil
         }
         return v
     }
 
+    /// A nested object, whose own fields report their errors as `key.field`.
+    func object(_ key: String) throws(RecordDecodeError) -> Fields? {
+        guard let v = try raw(key, required: false, expected: "an object") else { return nil }
+        guard let d = v as? [String: Any] else { throw bad(key, "an object") }
+        return Fields(object: d, type: type, prefix: prefix + key + ".")
+    }
+
     func int64(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Int64? {
         guard let v = try raw(key, required: required, expected: "an integer") else { return nil }
-        guard let n = Fields.integer(v) else { throw .badField(type: type, field: key, expected: "an integer") }
+        guard let n = Fields.integer(v) else { throw bad(key, "an integer") }
         return n
     }
 
@@ -255,22 +439,22 @@ private struct Fields {
 
     func string(_ key: String, required: Bool = false) throws(RecordDecodeError) -> String? {
         guard let v = try raw(key, required: required, expected: "a string") else { return nil }
-        guard let s = v as? String else { throw .badField(type: type, field: key, expected: "a string") }
+        guard let s = v as? String else { throw bad(key, "a string") }
         return s
     }
 
     func bool(_ key: String) throws(RecordDecodeError) -> Bool? {
         guard let v = try raw(key, required: false, expected: "a boolean") else { return nil }
-        guard let n = v as? NSNumber, Fields.isBool(n) else { throw .badField(type: type, field: key, expected: "a boolean") }
+        guard let n = v as? NSNumber, Fields.isBool(n) else { throw bad(key, "a boolean") }
         return n.boolValue
     }
 
     func strings(_ key: String) throws(RecordDecodeError) -> [String]? {
         guard let v = try raw(key, required: false, expected: "an array of strings") else { return nil }
-        guard let a = v as? [Any] else { throw .badField(type: type, field: key, expected: "an array of strings") }
+        guard let a = v as? [Any] else { throw bad(key, "an array of strings") }
         var out: [String] = []
         for e in a {
-            guard let s = e as? String else { throw .badField(type: type, field: key, expected: "an array of strings") }
+            guard let s = e as? String else { throw bad(key, "an array of strings") }
             out.append(s)
         }
         return out
@@ -278,10 +462,10 @@ private struct Fields {
 
     func intMap(_ key: String) throws(RecordDecodeError) -> [String: Int64]? {
         guard let v = try raw(key, required: false, expected: "an object of integers") else { return nil }
-        guard let d = v as? [String: Any] else { throw .badField(type: type, field: key, expected: "an object of integers") }
+        guard let d = v as? [String: Any] else { throw bad(key, "an object of integers") }
         var out: [String: Int64] = [:]
         for (k, e) in d {
-            guard let n = Fields.integer(e) else { throw .badField(type: type, field: key, expected: "an object of integers") }
+            guard let n = Fields.integer(e) else { throw bad(key, "an object of integers") }
             out[k] = n
         }
         return out

@@ -9,6 +9,8 @@ public struct Report: Codable, Sendable {
     public var headline: Headline
     public var processes: [ProcessRow]
     public var peers: [PeerRow]
+    public var http: [HTTPRow]
+    public var connectionStats: ConnectionStatsRow
     public var tree: [TreeNode]
     public var warnings: [WarningItem]
 
@@ -24,8 +26,13 @@ public struct Report: Codable, Sendable {
         public var errors: Int
         public var dnsLookups: Int
         public var dnsErrors: Int
+        /// HTTP exchanges (`http` records plus `http_summary` counts) and those with an error.
+        public var httpRequests: Int64
+        public var httpErrors: Int64
         public var droppedEvents: Int64
         public var droppedRecords: Int64
+        public var captureDropped: Int64
+        public var untrackedConnections: Int64
         public var warnings: Int
     }
 
@@ -50,8 +57,11 @@ public struct Report: Codable, Sendable {
         public var errors: Int
         public var openAtExit: Int
         public var forks: Int
+        public var httpRequests: Int64
         public var droppedEvents: Int64
         public var droppedRecords: Int64
+        public var captureDropped: Int64
+        public var untrackedConnections: Int64
         public var parentLog: String?
         public var execFrom: String?
     }
@@ -62,6 +72,21 @@ public struct Report: Codable, Sendable {
         public var p95: Int64
         public var p99: Int64
         public var max: Int64
+        /// How many of `count` came from `http_summary` distributions (then the percentiles
+        /// are upper bounds); absent when none did.
+        public var summarized: Int?
+
+        init(count: Int, p50: Int64, p95: Int64, p99: Int64, max: Int64, summarized: Int? = nil) {
+            self.count = count; self.p50 = p50; self.p95 = p95; self.p99 = p99; self.max = max
+            self.summarized = summarized
+        }
+
+        /// nil when nothing was recorded.
+        init?(_ d: DurationStats) {
+            guard d.count > 0 else { return nil }
+            self.init(count: d.count, p50: d.percentile(50)!, p95: d.percentile(95)!, p99: d.percentile(99)!,
+                      max: d.max!, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
+        }
     }
 
     public struct ErrorCount: Codable, Sendable {
@@ -69,9 +94,54 @@ public struct Report: Codable, Sendable {
         public var count: Int
     }
 
+    public struct NameCount: Codable, Sendable {
+        public var name: String
+        public var count: Int
+    }
+
+    public struct HTTPRow: Codable, Sendable {
+        /// `client → http://api.local`, `server ← http://127.0.0.1:8080`.
+        public var key: String
+        public var role: String
+        public var host: String
+        public var schemes: [String]
+        public var requests: Int64
+        public var records: Int
+        public var summarized: Int64
+        public var statusClasses: StatusClasses
+        public var errors: Int64
+        public var errorNames: [ErrorCount]
+        public var requestBytes: Int64
+        public var responseBytes: Int64
+        public var ttfbUs: Percentiles?
+        public var durationUs: Percentiles?
+    }
+
+    public struct ConnectionStatsRow: Codable, Sendable {
+        public var transports: [NameCount]
+        public var tls: TLSRow
+        public var errors: [PhaseError]
+
+        public struct TLSRow: Codable, Sendable {
+            public var connections: Int
+            public var handshakeUs: Percentiles?
+            public var unfinished: Int
+            public var versions: [NameCount]
+            public var libraries: [NameCount]
+            public var alpn: [NameCount]
+        }
+
+        public struct PhaseError: Codable, Sendable {
+            public var phase: String
+            public var name: String
+            public var count: Int
+        }
+    }
+
     public struct PeerRow: Codable, Sendable {
         public var key: String
         public var role: String
+        public var transport: String
         public var address: String
         /// Host names the address was resolved from (client peers), sorted.
         public var hosts: [String]
@@ -130,8 +200,9 @@ extension Report {
                 argv: l.start?.argv ?? [], startTs: l.startTs, endTs: l.end?.ts, durationUs: l.durationUs,
                 reason: l.end?.reason, exitStatus: l.end?.exitStatus, killed: l.killed, status: status,
                 connections: l.connections, bytesIn: l.bytesIn, bytesOut: l.bytesOut, errors: l.errors,
-                openAtExit: l.openAtExit, forks: l.forks,
+                openAtExit: l.openAtExit, forks: l.forks, httpRequests: l.httpRequests,
                 droppedEvents: l.droppedEvents, droppedRecords: l.droppedRecords,
+                captureDropped: l.captureDropped, untrackedConnections: l.untrackedConnections,
                 parentLog: tree.parentImage[i].map { logs[$0].path },
                 execFrom: tree.execPredecessor[i].map { logs[$0].path }))
         }
@@ -140,15 +211,35 @@ extension Report {
             .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key }
             .map { p in
                 PeerRow(key: p.key.label + (p.hosts.isEmpty ? "" : " (" + p.hosts.sorted().joined(separator: ", ") + ")"),
-                        role: p.key.role, address: p.key.address, hosts: p.hosts.sorted(), count: p.count,
-                        bytesIn: p.bytesIn, bytesOut: p.bytesOut,
-                        durationUs: p.durations.count == 0 ? nil : Percentiles(
-                            count: p.durations.count, p50: p.durations.percentile(50)!,
-                            p95: p.durations.percentile(95)!, p99: p.durations.percentile(99)!,
-                            max: p.durations.max!),
+                        role: p.key.role, transport: p.key.transport, address: p.key.address,
+                        hosts: p.hosts.sorted(), count: p.count,
+                        bytesIn: p.bytesIn, bytesOut: p.bytesOut, durationUs: Percentiles(p.durations),
                         errors: p.errors, errorNames: p.topErrors.map { ErrorCount(name: $0.name, count: $0.count) },
                         openAtExit: p.openAtExit)
             }
+
+        let httpRows = analysis.http.values
+            .sorted { $0.requests != $1.requests ? $0.requests > $1.requests : $0.key < $1.key }
+            .map { h in
+                let schemes = h.schemes.sorted()
+                let prefix = schemes.count == 1 ? schemes[0] + "://" : schemes == ["http", "https"] ? "http(s)://" : ""
+                let arrow = h.key.role == "client" ? "client → " : h.key.role == "server" ? "server ← " : h.key.role + " ↔ "
+                return HTTPRow(key: arrow + prefix + h.key.host, role: h.key.role, host: h.key.host, schemes: schemes,
+                               requests: h.requests, records: h.records, summarized: h.summarized,
+                               statusClasses: h.statusClasses, errors: h.errors,
+                               errorNames: h.topErrors.map { ErrorCount(name: $0.name, count: $0.count) },
+                               requestBytes: h.requestBytes, responseBytes: h.responseBytes,
+                               ttfbUs: Percentiles(h.ttfb), durationUs: Percentiles(h.durations))
+            }
+
+        let cs = analysis.connectionStats
+        func named(_ d: [String: Int]) -> [NameCount] { rankedCounts(d).map { NameCount(name: $0.name, count: $0.count) } }
+        let connectionStats = ConnectionStatsRow(
+            transports: named(cs.transports),
+            tls: .init(connections: cs.tlsConnections, handshakeUs: Percentiles(cs.handshakes),
+                       unfinished: cs.unfinishedHandshakes, versions: named(cs.tlsVersions),
+                       libraries: named(cs.tlsLibraries), alpn: named(cs.alpn)),
+            errors: cs.rankedErrors.map { .init(phase: $0.phase, name: $0.name, count: $0.count) })
 
         func treeNode(_ n: ProcessNode) -> TreeNode {
             TreeNode(pid: logs[n.images[0]].pid, label: tree.label(n), programs: n.images.map { logs[$0].program },
@@ -157,9 +248,16 @@ extension Report {
 
         // Warnings: what was lost first (drops, unfinished processes), then input problems.
         var warnings: [WarningItem] = []
-        for l in logs where l.droppedEvents > 0 || l.droppedRecords > 0 {
-            let msg = "\(l.droppedEvents) dropped event\(l.droppedEvents == 1 ? "" : "s"), "
+        for l in logs where l.droppedEvents > 0 || l.droppedRecords > 0 || l.captureDropped > 0 || l.untrackedConnections > 0 {
+            var msg = "\(l.droppedEvents) dropped event\(l.droppedEvents == 1 ? "" : "s"), "
                 + "\(l.droppedRecords) dropped record\(l.droppedRecords == 1 ? "" : "s")"
+            if l.captureDropped > 0 {
+                msg += ", \(l.captureDropped) dropped capture slot\(l.captureDropped == 1 ? "" : "s")"
+                    + " (HTTP exchanges they cut short have error \"desync\")"
+            }
+            if l.untrackedConnections > 0 {
+                msg += ", \(l.untrackedConnections) untracked connection\(l.untrackedConnections == 1 ? "" : "s")"
+            }
             warnings.append(WarningItem(kind: "drops", file: l.path, line: nil, pid: l.pid, message: msg,
                                         text: "pid \(l.pid) \(l.program): \(msg)"))
         }
@@ -194,11 +292,17 @@ extension Report {
             errors: logs.reduce(0) { $0 + $1.errors },
             dnsLookups: logs.reduce(0) { $0 + $1.dnsLookups },
             dnsErrors: logs.reduce(0) { $0 + $1.dnsErrors },
+            httpRequests: logs.reduce(0) { $0 + $1.httpRequests },
+            httpErrors: logs.reduce(0) { $0 + $1.httpErrors },
             droppedEvents: logs.reduce(0) { $0 + $1.droppedEvents },
             droppedRecords: logs.reduce(0) { $0 + $1.droppedRecords },
+            captureDropped: logs.reduce(0) { $0 + $1.captureDropped },
+            untrackedConnections: logs.reduce(0) { $0 + $1.untrackedConnections },
             warnings: warnings.count)
         processes = rows
         peers = peerRows
+        http = httpRows
+        self.connectionStats = connectionStats
         self.tree = tree.roots.map(treeNode)
         self.warnings = warnings
     }

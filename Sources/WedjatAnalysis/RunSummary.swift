@@ -10,7 +10,12 @@ public enum RunSummary {
         if h.errors > 0 { first += " (" + Format.count(h.errors, "error") + ")" }
         first += ", " + Format.bytes(h.bytesIn) + " in, " + Format.bytes(h.bytesOut) + " out"
         let drops = h.droppedEvents + h.droppedRecords
-        first += drops == 0 ? ", no drops" : ", \(h.droppedEvents) dropped events, \(h.droppedRecords) dropped records"
+        if drops == 0 && h.captureDropped == 0 {
+            first += ", no drops"
+        } else {
+            first += ", \(h.droppedEvents) dropped events, \(h.droppedRecords) dropped records"
+            if h.captureDropped > 0 { first += ", \(h.captureDropped) capture drops" }
+        }
         var lines = ["wedjat: " + first]
         if h.warnings > 0 { lines.append("wedjat: " + Format.count(h.warnings, "warning") + " (see the report)") }
         lines.append("wedjat: logs in \(logDir) (\(Format.count(h.logs, "new file"))); report: wedjat report \(shellQuote(logDir))")

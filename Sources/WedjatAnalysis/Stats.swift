@@ -7,8 +7,37 @@ public struct DurationStats: Sendable {
 
     public init() {}
 
+    /// Values that came from `http_summary` distributions, not from single observations.
+    public private(set) var approximateCount = 0
+
     public mutating func record(_ us: Int64) {
         histogram.record(UInt64(Swift.max(0, us)))
+    }
+
+    /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
+    /// Its values cannot be recovered, so each quantile band is recorded at its upper end:
+    /// ranks 1...⌈n·0.5⌉ at p50, up to ⌈n·0.9⌉ at p90, up to ⌈n·0.99⌉ at p99, the rest at max
+    /// (at least one: the max is a real observation). Every value is placed at or above where
+    /// it really was, so percentiles of the merged data are upper bounds, never understated
+    /// (within the summary's own ~6% precision); with one summary alone, p50/p90/p99/max come
+    /// back as recorded, and p95 reads p99.
+    public mutating func record(summary d: SummaryDistribution) {
+        guard d.count > 0 else { return }
+        let w = DurationStats.summaryWeights(count: d.count)
+        for (value, weight) in [(d.p50, w.0), (d.p90, w.1), (d.p99, w.2), (d.max, w.3)] where weight > 0 {
+            histogram.record(UInt64(Swift.max(0, value)), count: weight)
+        }
+        approximateCount += Int(d.count)
+    }
+
+    /// Weights of (p50, p90, p99, max) for a summary of `n` values; they add up to `n`.
+    static func summaryWeights(count n: Int64) -> (UInt64, UInt64, UInt64, UInt64) {
+        let n = UInt64(Swift.max(0, n))
+        guard n > 0 else { return (0, 0, 0, 0) }
+        // ⌈n·k/100⌉ without overflow, kept below n so the max band holds at least one value.
+        func rank(_ k: UInt64) -> UInt64 { Swift.min(n - 1, n / 100 * k + (n % 100 * k + 99) / 100) }
+        let r50 = rank(50), r90 = Swift.max(r50, rank(90)), r99 = Swift.max(r90, rank(99))
+        return (r50, r90 - r50, r99 - r90, n - r99)
     }
 
     public var count: Int { Int(histogram.totalCount) }
@@ -23,28 +52,35 @@ public struct DurationStats: Sendable {
 
 /// Connections are grouped by who talked to whom: a client by the peer it connected to, a
 /// server by the local address it accepted on (the peers of a server are ephemeral ports).
+/// TCP, UDP and unix sockets are told apart: a DNS server's port 53 is both.
 public struct PeerKey: Hashable, Sendable, Comparable {
     public var role: String
     public var address: String
+    /// `tcp` (also for older logs without the field), `udp`, `unix`.
+    public var transport: String
 
-    public init(role: String, address: String) {
-        self.role = role; self.address = address
+    public init(role: String, address: String, transport: String = "tcp") {
+        self.role = role; self.address = address; self.transport = transport
     }
 
     public init(_ c: ConnectionRecord) {
         role = c.role
+        transport = c.transport ?? "tcp"
         switch c.role {
         case "server": address = c.local ?? "?"
-        default: address = c.peer ?? "?"
+        default: address = c.peer ?? (transport == "udp" ? "(unconnected)" : "?")
         }
     }
 
+    /// `client → 10.0.0.1:443`; other transports than TCP are named first: `udp client → …`.
     public var label: String {
+        let arrow: String
         switch role {
-        case "client": "client → \(address)"
-        case "server": "server ← \(address)"
-        default: "\(role) ↔ \(address)"
+        case "client": arrow = "client → \(address)"
+        case "server": arrow = "server ← \(address)"
+        default: arrow = "\(role) ↔ \(address)"
         }
+        return transport == "tcp" ? arrow : transport + " " + arrow
     }
 
     public static func < (a: PeerKey, b: PeerKey) -> Bool { a.label < b.label }
@@ -81,8 +117,171 @@ public struct PeerStats: Sendable {
     }
 
     /// Errno names, most frequent first (ties by name, so output is stable).
-    public var topErrors: [(name: String, count: Int)] {
-        errorNames.map { (name: $0.key, count: $0.value) }
-            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.name < $1.name }
+    public var topErrors: [(name: String, count: Int)] { rankedCounts(errorNames) }
+}
+
+/// Most frequent first, ties by name, so output is stable.
+func rankedCounts<N: BinaryInteger>(_ d: [String: N]) -> [(name: String, count: N)] {
+    d.map { (name: $0.key, count: $0.value) }
+        .sorted { $0.count != $1.count ? $0.count > $1.count : $0.name < $1.name }
+}
+
+/// HTTP exchanges are grouped by who was talked to: (role, host). `host` is the record's
+/// (absolute-form authority, `Host` header, or resolved name), else the peer address for an
+/// `http` record, else `?`.
+public struct HTTPKey: Hashable, Sendable, Comparable {
+    public var role: String
+    public var host: String
+
+    public init(role: String, host: String) { self.role = role; self.host = host }
+
+    public init(_ h: HTTPRecord) { self.init(role: h.role, host: h.host ?? h.peer ?? "?") }
+    public init(_ s: HTTPSummaryRecord) { self.init(role: s.role, host: s.host ?? "?") }
+
+    public static func < (a: HTTPKey, b: HTTPKey) -> Bool { (a.role, a.host) < (b.role, b.host) }
+}
+
+/// Final statuses by class. `other`: 1xx finals (`101`) and out-of-range codes.
+public struct StatusClasses: Codable, Sendable, Equatable {
+    public var s2xx: Int64 = 0
+    public var s3xx: Int64 = 0
+    public var s4xx: Int64 = 0
+    public var s5xx: Int64 = 0
+    public var other: Int64 = 0
+    public var noResponse: Int64 = 0
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case s2xx = "2xx", s3xx = "3xx", s4xx = "4xx", s5xx = "5xx", other, noResponse = "no_response"
+    }
+
+    public mutating func add(status: Int?, count: Int64 = 1) {
+        switch status {
+        case nil: noResponse += count
+        case .some(200 ..< 300): s2xx += count
+        case .some(300 ..< 400): s3xx += count
+        case .some(400 ..< 500): s4xx += count
+        case .some(500 ..< 600): s5xx += count
+        default: other += count
+        }
+    }
+
+    /// Non-zero classes in a fixed order, for the text report.
+    public var nonZero: [(name: String, count: Int64)] {
+        [("2xx", s2xx), ("3xx", s3xx), ("4xx", s4xx), ("5xx", s5xx), ("other", other), ("no-resp", noResponse)]
+            .filter { $0.1 > 0 }.map { (name: $0.0, count: $0.1) }
+    }
+}
+
+/// HTTP exchanges of one (role, host): the `http` records one by one, the `http_summary`
+/// records by their counts and distributions (see `DurationStats.record(summary:)`).
+public struct HTTPStats: Sendable {
+    public let key: HTTPKey
+    /// Exchanges: `http` records plus the `count` of `http_summary` records.
+    public private(set) var requests: Int64 = 0
+    public private(set) var records = 0
+    /// Exchanges known only from `http_summary` records.
+    public private(set) var summarized: Int64 = 0
+    public private(set) var statusClasses = StatusClasses()
+    public private(set) var errors: Int64 = 0
+    /// Error names of `http` records (summaries count errors without naming them).
+    public private(set) var errorNames: [String: Int] = [:]
+    public private(set) var requestBytes: Int64 = 0
+    public private(set) var responseBytes: Int64 = 0
+    public private(set) var schemes: Set<String> = []
+    /// Request start → response start, of every exchange that has a response (errors included,
+    /// as the writer does in summaries).
+    public private(set) var ttfb = DurationStats()
+    /// Request start → response end, of every exchange that has one (errors included: a
+    /// cut-short exchange lasted until its connection ended).
+    public private(set) var durations = DurationStats()
+
+    public init(key: HTTPKey) { self.key = key }
+
+    public mutating func add(_ h: HTTPRecord) {
+        requests += 1
+        records += 1
+        statusClasses.add(status: h.status)
+        if let e = h.error {
+            errors += 1
+            errorNames[e, default: 0] += 1
+        }
+        requestBytes += h.requestHeaderBytes + h.requestBodyBytes
+        responseBytes += h.responseHeaderBytes + h.responseBodyBytes
+        if let s = h.scheme { schemes.insert(s) }
+        if let t = h.ttfbUs { ttfb.record(t) }
+        if let d = h.durationUs { durations.record(d) }
+    }
+
+    public mutating func add(_ s: HTTPSummaryRecord) {
+        let n = Swift.max(0, s.count)
+        requests += n
+        summarized += n
+        statusClasses.add(status: s.status, count: n)
+        errors += Swift.max(0, s.errors)
+        requestBytes += s.requestBytes
+        responseBytes += s.responseBytes
+        if let sc = s.scheme { schemes.insert(sc) }
+        if let t = s.ttfbUs { ttfb.record(summary: t) }
+        if let d = s.durationUs { durations.record(summary: d) }
+    }
+
+    public var topErrors: [(name: String, count: Int)] { rankedCounts(errorNames) }
+}
+
+/// Facts about connections as a whole: transports, TLS handshakes, errors by phase.
+public struct ConnectionStats: Sendable {
+    public private(set) var transports: [String: Int] = [:]
+    /// Connections with a `tls` object.
+    public private(set) var tlsConnections = 0
+    /// Handshakes that finished (`handshake_us` not null).
+    public private(set) var handshakes = DurationStats()
+    /// Negotiated versions (an unfinished handshake may have none).
+    public private(set) var tlsVersions: [String: Int] = [:]
+    public private(set) var tlsLibraries: [String: Int] = [:]
+    public private(set) var alpn: [String: Int] = [:]
+    /// Errors by phase (`?` when the record has none: older logs) and errno name.
+    public private(set) var errors: [ErrorKey: Int] = [:]
+
+    public struct ErrorKey: Hashable, Sendable {
+        public var phase: String
+        public var name: String
+    }
+
+    public init() {}
+
+    public mutating func add(_ c: ConnectionRecord) {
+        transports[c.transport ?? "?", default: 0] += 1
+        if let t = c.tls {
+            tlsConnections += 1
+            if let h = t.handshakeUs { handshakes.record(h) }
+            if let v = t.version { tlsVersions[v, default: 0] += 1 }
+            tlsLibraries[t.library ?? "?", default: 0] += 1
+            if let a = t.alpn { alpn[a, default: 0] += 1 }
+        }
+        if let e = c.error { errors[ErrorKey(phase: c.errorPhase ?? "?", name: e), default: 0] += 1 }
+    }
+
+    /// Handshakes started but not finished (the connection ended or failed during it).
+    public var unfinishedHandshakes: Int { tlsConnections - handshakes.count }
+
+    /// Phases in life-cycle order (connect, tls, io, then others by name, `?` last), names by
+    /// count within a phase.
+    public var rankedErrors: [(phase: String, name: String, count: Int)] {
+        func order(_ p: String) -> (Int, String) {
+            switch p {
+            case "connect": (0, p)
+            case "tls": (1, p)
+            case "io": (2, p)
+            case "?": (4, p)
+            default: (3, p)
+            }
+        }
+        return errors.map { (phase: $0.key.phase, name: $0.key.name, count: $0.value) }
+            .sorted { a, b in
+                if a.phase != b.phase { return order(a.phase) < order(b.phase) }
+                return a.count != b.count ? a.count > b.count : a.name < b.name
+            }
     }
 }

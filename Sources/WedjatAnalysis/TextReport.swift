@@ -21,12 +21,20 @@ public struct TextReport {
         if h.dnsLookups > 0 {
             totals.append(Format.count(h.dnsLookups, "DNS lookup") + (h.dnsErrors > 0 ? " (\(h.dnsErrors) failed)" : ""))
         }
-        let drops = h.droppedEvents + h.droppedRecords
-        totals.append(paint(drops == 0 ? "0 drops"
-                            : "\(h.droppedEvents) dropped events, \(h.droppedRecords) dropped records",
-                            drops > 0 ? .yellow : nil))
-        totals.append(paint(Format.count(h.warnings, "warning"), h.warnings > 0 ? .yellow : nil))
+        if h.httpRequests > 0 {
+            totals.append(Format.count(Int(h.httpRequests), "HTTP request")
+                          + (h.httpErrors > 0 ? paint(" (\(h.httpErrors) failed)", .red) : ""))
+        }
         out.append("  " + totals.joined(separator: ", "))
+        // What was lost, and the warnings that say more: a line of its own.
+        var lost: [String] = []
+        if h.droppedEvents > 0 { lost.append(Format.count(Int(h.droppedEvents), "event")) }
+        if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "record")) }
+        if h.captureDropped > 0 { lost.append(Format.count(Int(h.captureDropped), "capture slot")) }
+        var loss = lost.isEmpty ? [] : ["dropped: " + lost.joined(separator: ", ")]
+        if h.untrackedConnections > 0 { loss.append(Format.count(Int(h.untrackedConnections), "untracked connection")) }
+        out.append("  " + paint(loss.isEmpty ? "0 drops" : loss.joined(separator: "; "), loss.isEmpty ? nil : .yellow)
+                   + "; " + paint(Format.count(h.warnings, "warning"), h.warnings > 0 ? .yellow : nil))
 
         // Processes, one row per log (an exec'd image has its own row, status `exec → …`).
         out.append("")
@@ -34,7 +42,7 @@ public struct TextReport {
         var procTable = Table(header: ["PID", "PROGRAM", "EXE", "DURATION", "STATUS", "CONNS", "IN", "OUT", "DROPS"],
                               rightAligned: [0, 3, 5, 6, 7, 8])
         for p in r.processes {
-            let drops = p.droppedEvents + p.droppedRecords
+            let drops = p.droppedEvents + p.droppedRecords + p.captureDropped + p.untrackedConnections
             procTable.add([
                 Cell(String(p.pid)), Cell(p.program), Cell(p.exe ?? "-"), Cell(Format.duration(p.durationUs)),
                 Cell(p.status, p.killed || (p.exitStatus ?? 0) != 0 || p.reason == "abort" ? .red : nil),
@@ -67,6 +75,44 @@ public struct TextReport {
                 ])
             }
             out += peerTable.render(self)
+            out += connectionLines(r.connectionStats)
+        }
+
+        // HTTP exchanges, when there were any.
+        if !r.http.isEmpty {
+            out.append("")
+            out.append(bold("HTTP BY HOST"))
+            var httpTable = Table(header: ["HOST", "REQS", "STATUS", "TTFB P50", "TTFB P95", "P50 ms", "P95 ms", "P99 ms", "ERRORS"],
+                                  rightAligned: [1, 3, 4, 5, 6, 7])
+            for h in r.http {
+                // `~`: the value includes http_summary distributions, so it is an upper bound.
+                func ms(_ p: Report.Percentiles?, _ v: (Report.Percentiles) -> Int64) -> String {
+                    guard let p else { return "-" }
+                    return (p.summarized != nil ? "~" : "") + Format.ms(v(p))
+                }
+                var errors = String(h.errors)
+                // http_summary records count their errors without naming them.
+                let unnamed = h.errors - Int64(h.errorNames.reduce(0) { $0 + $1.count })
+                var names = h.errorNames.prefix(3).map { (name: $0.name, count: Int64($0.count)) }
+                if unnamed > 0 { names.append((name: "summarized", count: unnamed)) }
+                if !names.isEmpty {
+                    let items = names.map { $0.count == h.errors ? $0.name : "\($0.name)×\($0.count)" }
+                    errors += " (" + items.joined(separator: ", ") + (h.errorNames.count > 3 ? ", …" : "") + ")"
+                }
+                httpTable.add([
+                    Cell(h.key), Cell(String(h.requests)),
+                    Cell(h.statusClasses.nonZero.map { "\($0.name)×\($0.count)" }.joined(separator: " ")),
+                    Cell(ms(h.ttfbUs) { $0.p50 }), Cell(ms(h.ttfbUs) { $0.p95 }),
+                    Cell(ms(h.durationUs) { $0.p50 }), Cell(ms(h.durationUs) { $0.p95 }), Cell(ms(h.durationUs) { $0.p99 }),
+                    Cell(errors, h.errors > 0 ? .red : nil),
+                ])
+            }
+            out += httpTable.render(self)
+            let summarized = r.http.reduce(Int64(0)) { $0 + $1.summarized }
+            if summarized > 0 {
+                out.append("  ~ includes " + Format.count(Int(summarized), "exchange")
+                           + " known from http_summary records only: those percentiles are upper bounds")
+            }
         }
 
         // Tree.
@@ -96,6 +142,38 @@ public struct TextReport {
             for w in r.warnings { out.append("  " + w.text) }
         }
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// Totals under the peer table: transports, TLS handshakes, errors by phase (the last two
+    /// only when there are some).
+    func connectionLines(_ c: Report.ConnectionStatsRow) -> [String] {
+        func list(_ items: [Report.NameCount]) -> String { items.map { "\($0.name)×\($0.count)" }.joined(separator: ", ") }
+        var lines = ["  transports: " + list(c.transports)]
+        if c.tls.connections > 0 {
+            var line = "  TLS: " + Format.count(c.tls.connections, "connection")
+            if c.tls.unfinished > 0 { line += " (" + paint("\(c.tls.unfinished) handshake\(c.tls.unfinished == 1 ? "" : "s") unfinished", .red) + ")" }
+            if let hs = c.tls.handshakeUs {
+                line += ", handshake p50 " + Format.duration(hs.p50) + ", p95 " + Format.duration(hs.p95)
+            }
+            lines.append(line)
+            var facts: [String] = []
+            if !c.tls.versions.isEmpty { facts.append(list(c.tls.versions)) }
+            if !c.tls.libraries.isEmpty { facts.append(list(c.tls.libraries)) }
+            if !c.tls.alpn.isEmpty { facts.append("ALPN " + list(c.tls.alpn)) }
+            if !facts.isEmpty { lines.append("       " + facts.joined(separator: "; ")) }
+        }
+        if !c.errors.isEmpty {
+            // Grouped by phase, in the order rankedErrors gives (connect, tls, io, ..., unknown).
+            var groups: [(phase: String, items: [String])] = []
+            for e in c.errors {
+                let item = "\(e.name)×\(e.count)"
+                if groups.last?.phase == e.phase { groups[groups.count - 1].items.append(item) }
+                else { groups.append((e.phase, [item])) }
+            }
+            let text = groups.map { ($0.phase == "?" ? "" : $0.phase + ": ") + $0.items.joined(separator: ", ") }
+            lines.append("  errors: " + paint(text.joined(separator: "; "), .red))
+        }
+        return lines
     }
 
     /// `2025-11-22 03:35:10.000 → 03:35:10.600`: the date once when both ends share it.

@@ -5,7 +5,7 @@ import WedjatAnalysis
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Summarise wedjat logs: processes, connections per peer, process tree, warnings.",
+        abstract: "Summarise wedjat logs: processes, connections per peer, HTTP per host, process tree, warnings.",
         discussion: "Exit status: 0 when a report was produced (even with warnings), 2 when there was nothing to read.")
 
     enum OutputFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
