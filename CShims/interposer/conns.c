@@ -93,6 +93,8 @@ static void copy_counters(int fd, wj_conn *c, wj_event *ev) {
     ev->t_shutdown = WJ_LOAD(c->t_shutdown);
     ev->t_tls_start = WJ_LOAD(c->t_tls_start);
     ev->t_tls_end = WJ_LOAD(c->t_tls_end);
+    ev->plain_in = WJ_LOAD(c->plain_in);
+    ev->plain_out = WJ_LOAD(c->plain_out);
     ev->tls_version = WJ_LOAD(c->tls_version);
     ev->tls_lib = WJ_LOAD(c->tls);
     if (ev->t_tls_end) memcpy(ev->alpn, c->alpn, sizeof ev->alpn);

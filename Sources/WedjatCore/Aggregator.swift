@@ -108,7 +108,7 @@ public final class Aggregator {
             if let known = open.removeValue(forKey: ev.conn_id) {
                 // Wake-up pairs that never carried a byte (curl makes one per transfer) are noise.
                 if known.event.role == UInt8(WJ_ROLE_PAIR) && ev.bytes_in == 0 && ev.bytes_out == 0 { return }
-                finishHTTP(known, mono: ev.t_end)
+                finishHTTP(known, close: ev, mono: ev.t_end)
                 connection(open: known.event, host: known.host, close: ev, closeMono: ev.t_end, tid: ev.tid,
                            error: ev.err, atExit: false, requests: known.requests)
             } else {
@@ -166,9 +166,19 @@ public final class Aggregator {
         }
     }
 
-    private func finishHTTP(_ conn: OpenConnection, mono: UInt64) {
+    // The connection ended (`close`: its final counters, when known). Each parser first learns
+    // how far its streams went: a body whose last captured slot was dropped (a full ring)
+    // still ends, at the connection's last I/O.
+    private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
         for (stream, tls) in [(conn.raw, false), (conn.plain, true)] {
             guard let stream else { continue }
+            if let close {
+                let last = close.t_last_io != 0 ? close.t_last_io : mono
+                let (totalIn, totalOut) = tls ? (close.plain_in, close.plain_out) : (close.bytes_in, close.bytes_out)
+                for (dir, total) in [(HTTPDirection.out, totalOut), (.in, totalIn)] where total > 0 {
+                    stream.feed(dir, offset: total, bytes: UnsafeRawBufferPointer(start: nil, count: 0), ioEnd: total, mono: last)
+                }
+            }
             stream.finish(mono: mono)
             for ex in stream.takeCompleted() { http(ex, conn: conn, tls: tls, tid: conn.event.tid) }
         }
@@ -211,7 +221,7 @@ public final class Aggregator {
         if final {
             for conn in open.values.sorted(by: { $0.event.conn_id < $1.event.conn_id }) {
                 let live = openCounters(conn.event.conn_slot, conn.event.conn_id)
-                finishHTTP(conn, mono: endMono)
+                finishHTTP(conn, close: live, mono: endMono)
                 connection(open: conn.event, host: conn.host, close: live, closeMono: endMono, tid: Int32(tid),
                            error: live?.err ?? 0, atExit: true, requests: conn.requests)
             }
@@ -421,6 +431,12 @@ public final class Aggregator {
             line.field("start_ts", context.epochMicros(close.t_tls_start))
             line.field("end_ts", close.t_tls_end != 0 ? context.epochMicros(close.t_tls_end) : nil)
             line.field("handshake_us", close.t_tls_end != 0 ? Int((close.t_tls_end &- close.t_tls_start) / 1000) : nil)
+            // The TLS phase as browsers (HAR "ssl") and curl (appconnect - connect) count it:
+            // from the connection being established (a server: the accept) to the handshake's
+            // end, the client's own set-up before its first handshake call included.
+            let phaseStart = client ? connectedMono : ev.t_start
+            line.field("phase_us", close.t_tls_end != 0 && phaseStart != nil && close.t_tls_end >= phaseStart!
+                       ? Int((close.t_tls_end - phaseStart!) / 1000) : nil)
             line.field("version", Aggregator.tlsVersionName(close.tls_version))
             var c = close
             let alpn = withUnsafeBytes(of: &c.alpn) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }

@@ -65,6 +65,8 @@ typedef struct wj_event {
     uint64_t t_shutdown;
     uint64_t t_tls_start;
     uint64_t t_tls_end;
+    uint64_t plain_in;           // TLS plaintext bytes received / sent (CLOSE)
+    uint64_t plain_out;
     uint16_t tls_version;        // wire version (0x0304 = TLS 1.3), 0 if no TLS seen
     uint8_t tls_lib;             // WJ_TLS_OPENSSL / WJ_TLS_GNUTLS
     uint8_t err_phase;           // where err happened: WJ_ERR_*
