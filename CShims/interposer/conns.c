@@ -170,6 +170,7 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->want_out, 0);
     WJ_STORE(c->want_plain_in, 0);
     WJ_STORE(c->want_plain_out, 0);
+    WJ_STORE(c->want_tag, 0);
     WJ_STORE(c->t_open, t_open);
     WJ_STORE(c->t_connected, 0);
     WJ_STORE(c->t_first_out, 0);
@@ -258,7 +259,15 @@ void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset) {
     if (!c || atomic_load(&c->conn_id) != conn_id) return;
     _Atomic uint64_t *w = (which & WJ_PAYLOAD_PLAIN) ? ((which & WJ_PAYLOAD_OUT) ? &c->want_plain_out : &c->want_plain_in)
                                                      : ((which & WJ_PAYLOAD_OUT) ? &c->want_out : &c->want_in);
+    if (WJ_LOAD(c->want_tag) != conn_id) {
+        // The first word for this connection: values left by the slot's previous one go.
+        WJ_STORE(c->want_in, 0);
+        WJ_STORE(c->want_out, 0);
+        WJ_STORE(c->want_plain_in, 0);
+        WJ_STORE(c->want_plain_out, 0);
+    }
     WJ_STORE(*w, offset);
+    atomic_store_explicit(&c->want_tag, conn_id, memory_order_release);  // after the values
 }
 
 // ---------------------------------------------------------------- capture for the parser
@@ -277,8 +286,7 @@ static void push_payload(wj_payload *p, uint64_t offset, uint32_t len) {
 // wants; if it wants none of these but the call passed its mark, say so with an empty slot.
 void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
                 uint64_t start, uint64_t n) {
-    uint64_t want = plain ? WJ_LOAD(*(dir == WJ_OUT ? &c->want_plain_out : &c->want_plain_in))
-                          : WJ_LOAD(*(dir == WJ_OUT ? &c->want_out : &c->want_in));
+    uint64_t want = wj_want(c, dir, plain);
     uint64_t end = start + n;
     if (want == UINT64_MAX || end <= want) return;
     uint64_t id = WJ_LOAD(c->conn_id);

@@ -88,6 +88,7 @@ typedef struct wj_conn {
     _Atomic uint64_t plain_in, plain_out;   // TLS plaintext stream offsets
     _Atomic uint64_t want_in, want_out;     // the parser needs bytes from these offsets on
     _Atomic uint64_t want_plain_in, want_plain_out;
+    _Atomic uint64_t want_tag;              // the conn_id the want_* values were set for
     _Atomic uint64_t t_open, t_connected, t_first_out, t_first_in, t_last_io, t_shutdown;
     _Atomic uint64_t t_tls_start, t_tls_end;
     _Atomic uint64_t dns_query[2];  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
@@ -193,6 +194,14 @@ WJ_HIDDEN void wj_agent_atfork_child(void);
 WJ_HIDDEN void wj_mark_agent_thread(void);
 WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
 WJ_HIDDEN void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);
+// From which stream offset the parser wants this connection's bytes. The agent may set a value
+// for the slot's previous connection after this one took the slot: such a value is tagged with
+// the other conn_id and means nothing here (this connection then gets all its bytes captured).
+static inline uint64_t wj_want(wj_conn *c, int dir, int plain) {
+    if (atomic_load_explicit(&c->want_tag, memory_order_acquire) != WJ_LOAD(c->conn_id)) return 0;
+    return WJ_LOAD(*(plain ? (dir == WJ_OUT ? &c->want_plain_out : &c->want_plain_in)
+                           : (dir == WJ_OUT ? &c->want_out : &c->want_in)));
+}
 // Set by the byte-counting hooks while a TLS call runs on this thread: the socket it used.
 WJ_HIDDEN extern __thread int wj_tls_inside, wj_tls_fd;
 WJ_HIDDEN const char *wj_errno_name(int err);
