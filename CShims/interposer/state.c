@@ -25,7 +25,7 @@ wj_ring wj_event_ring;
 int wj_disabled;
 
 #define WJ_DNS_RING_CAPACITY 256u
-#define WJ_PAYLOAD_RING_CAPACITY 4096u
+#define WJ_PAYLOAD_RING_CAPACITY 16384u  // 8 MiB: a busy server's requests between two drains
 // .bss: pages appear only when used.
 static unsigned char wj_ring_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] __attribute__((aligned(64)));
 static unsigned char wj_dns_slots[WJ_DNS_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_dns_event))] __attribute__((aligned(64)));
