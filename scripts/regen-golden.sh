@@ -3,6 +3,7 @@
 # fixtures (GoldenReportTests compares against them):
 #   Fixtures/run1 -> Golden/report.txt, report.json   (processes, connections, tree)
 #   Fixtures/http -> Golden/http.txt, http.json       (http, http_summary, TLS, UDP, unix)
+#   Fixtures/vitals -> Golden/vitals.txt, vitals.json (sample, startup: VITALS, STARTUP)
 # Run from the test directory with a relative path, so the paths in the reports are the
 # portable "Fixtures/<name>/..." the tests expect. Review the diff afterwards: a golden file
 # only proves that the output did not change, not that it is right (the tests also pin
@@ -19,6 +20,8 @@ cd Tests/WedjatAnalysisTests
 "$cli" report --format json Fixtures/run1 > Golden/report.json
 "$cli" report --color never Fixtures/http > Golden/http.txt
 "$cli" report --format json Fixtures/http > Golden/http.json
+"$cli" report --color never Fixtures/vitals > Golden/vitals.txt
+"$cli" report --format json Fixtures/vitals > Golden/vitals.json
 cd "$root"
 git diff --stat -- Tests/WedjatAnalysisTests/Golden 2>/dev/null || true
-echo "regenerated Tests/WedjatAnalysisTests/Golden/{report,http}.{txt,json}"
+echo "regenerated Tests/WedjatAnalysisTests/Golden/{report,http,vitals}.{txt,json}"

@@ -75,6 +75,7 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     cfg->capture_bytes = 8192;
     cfg->redact = WJ_REDACT_ALL;
     cfg->http_records = 200;
+    cfg->sample_ms = 1000;
     snprintf(cfg->dir, sizeof cfg->dir, "/tmp/wedjat-%u", uid);
 
     static const char *const yes[] = {"1", "true", "yes", "on", 0};
@@ -127,6 +128,14 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     int_setting(cfg, lookup, ctx, "WEDJAT_FLUSH_MS", 10, 60000, &cfg->flush_ms);
     int_setting(cfg, lookup, ctx, "WEDJAT_MAX_CONNECTIONS", 16, 1048576, &cfg->max_connections);
     int_setting(cfg, lookup, ctx, "WEDJAT_LOG_MAX_MB", 1, 1048576, &cfg->log_max_mb);
+
+    // 0 turns sampling off; below 100 ms the kernel's 10 ms CPU ticks make the numbers noise.
+    v = lookup("WEDJAT_SAMPLE_MS", ctx);
+    if (v) {
+        long ms;
+        if (parse_int(v, 0, 3600000, &ms) && (ms == 0 || ms >= 100)) cfg->sample_ms = (int)ms;
+        else warn(cfg, "WEDJAT_SAMPLE_MS", v, "expected 0 (off) or an integer in 100..3600000; using 1000");
+    }
 }
 
 // A typo in a variable name silently does nothing; say so instead.
@@ -134,7 +143,7 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
     static const char *const known[] = {
         "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
         "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", "WEDJAT_HTTP",
-        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", 0};
+        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", "WEDJAT_SAMPLE_MS", 0};
     if (!envp) return;
     for (; *envp; envp++) {
         const char *e = *envp;

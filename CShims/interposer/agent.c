@@ -1,8 +1,12 @@
-// The agent thread and the flush paths. The thread is started by the first event that needs
-// it; it drains the ring, writes the C-side records (process life cycle) and hands network
-// events to the Swift aggregator, which it dlopen()s the first time one arrives. The final
-// flush (exit, exec) runs on the agent thread when there is one, so an exiting thread never
-// runs allocator-heavy code itself (it may be a signal handler calling _exit).
+// The agent thread and the flush paths. With sampling on (WEDJAT_SAMPLE_MS, the default) the
+// thread starts when main() is entered (and in a forked child) as a sampler: it wakes every
+// WEDJAT_FLUSH_MS and for each due sample, and does nothing else. The first event that needs
+// more (a connection, a lookup, a fork) turns it into the full agent: it drains the ring,
+// writes the C-side records (process life cycle) and hands network events to the Swift
+// aggregator, which it dlopen()s the first time one arrives. The final flush (exit, exec) runs
+// on the agent thread once it is the full agent, so an exiting thread never runs
+// allocator-heavy code itself (it may be a signal handler calling _exit); while it is only a
+// sampler, the exiting thread does the final flush, as it does when there is no thread.
 #include "internal.h"
 #include <dlfcn.h>
 #include <elf.h>
@@ -10,18 +14,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-enum { AGENT_NONE = 0, AGENT_RUNNING = 1, AGENT_FAILED = 2 };
+// SAMPLING: the thread runs but only samples; RUNNING: the full agent. PAUSED: the thread
+// stepped aside for an unshare/setns that needs a single-threaded process.
+enum { AGENT_NONE = 0, AGENT_RUNNING = 1, AGENT_FAILED = 2, AGENT_SAMPLING = 3, AGENT_PAUSED = 4 };
 
 static pthread_mutex_t agent_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int agent_state;
+static _Atomic uint32_t agent_gen;       // a thread started under an older generation ends
+static _Atomic uint32_t agent_exited;    // futex: generation + 1 of the last thread that returned
+static _Atomic int wanted_running;       // the full agent was asked for while PAUSED
+static _Atomic int live_threads;         // agent threads started and not yet returned
+_Atomic int wj_agent_tid;
 static _Atomic uint32_t wake_word;       // futex: bumped to wake the agent early
 static _Atomic int nudged;               // a producer already woke the agent for this drain
 static _Atomic uint32_t final_requested;
@@ -39,8 +53,9 @@ static char agent_error[256];
 static int agent_error_reported;
 
 // Records written by C, and the output buffer they go through (used under agent_lock only).
-enum { C_START, C_FORK, C_DROPS, C_EXEC_FAILED, C_WARNING, C_END, C_TYPES };
-static const char *const c_type_names[C_TYPES] = {"process_start", "fork", "drops", "exec_failed", "warning", "process_end"};
+enum { C_START, C_FORK, C_DROPS, C_EXEC_FAILED, C_WARNING, C_STARTUP, C_SAMPLE, C_END, C_TYPES };
+static const char *const c_type_names[C_TYPES] = {"process_start", "fork", "drops", "exec_failed", "warning",
+                                                  "startup", "sample", "process_end"};
 static uint64_t c_written[C_TYPES], c_pending[C_TYPES];
 static uint64_t c_dropped_records;
 static uint64_t reported_drop_events, reported_drop_records;
@@ -49,6 +64,7 @@ static char out_buf[64 * 1024];
 static size_t out_len;
 static char line_buf[64 * 1024];
 static char start_line[64 * 1024];
+static char sample_line[64 * 1024];      // the agent thread's periodic sample
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, 0, 0);
@@ -64,13 +80,15 @@ static void write_out(void) {
     out_len = 0;
 }
 
-static void append(int type, size_t len) {
+static void append_from(int type, const char *line, size_t len) {
     if (len == 0) { c_dropped_records++; return; }  // did not fit its buffer: counted, not cut
     if (out_len + len > sizeof out_buf) write_out();
-    memcpy(out_buf + out_len, line_buf, len);
+    memcpy(out_buf + out_len, line, len);
     out_len += len;
     c_pending[type]++;
 }
+
+static void append(int type, size_t len) { append_from(type, line_buf, len); }
 
 static size_t format_warning(const char *message) {
     wj_json j;
@@ -196,6 +214,10 @@ static void flush_locked(int final, int tid) {
         agent_error_reported = 1;
         append(C_WARNING, format_warning(agent_error));
     }
+    if (wj_vitals_startup_due(final)) append(C_STARTUP, wj_vitals_format_startup(line_buf, sizeof line_buf));
+    // The last sample of the image: what it used since the previous one.
+    if (final && wj_proc.config.sample_ms > 0)
+        append(C_SAMPLE, wj_vitals_sample(line_buf, sizeof line_buf, 1, atomic_load(&wj_agent_tid)));
     uint64_t now = wj_now_ns();
     if (agent_lib_state > 0) {
         write_out();  // keep the file in order: our lines before the agent's
@@ -242,34 +264,64 @@ static int last_thread_standing(void) {
     const char *f = wj_stat_field(stat, 20);  // num_threads
     long threads = f ? strtol(f, 0, 10) : 0;
     if (threads != 2) return threads == 1;
-    // Two: this thread and one more. Done only if that one is the exited (zombie) leader.
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", wj_proc.pid);
-    if (wj_read_file(path, stat, sizeof stat) <= 0) return 0;
+    // Two: this thread and one more. Done only if that one is the exited (zombie) leader,
+    // whose state /proc/self/stat shows (field 3).
     const char *state = wj_stat_field(stat, 3);
     return state && (*state == 'Z' || *state == 'X');
 }
 
+int wj_agent_threads_alive(void) { return atomic_load(&live_threads); }
+
+static void agent_returns(uint32_t gen) {
+    atomic_fetch_sub(&live_threads, 1);
+    atomic_store(&agent_exited, gen + 1);
+    futex(&agent_exited, FUTEX_WAKE_PRIVATE, INT32_MAX, 0);
+}
+
 static void *agent_main(void *arg) {
-    (void)arg;
+    uint32_t gen = (uint32_t)(uintptr_t)arg;
     wj_mark_agent_thread();
-    int idle_rounds = 0;
+    prctl(PR_SET_NAME, "wedjat", 0, 0, 0);
+    atomic_store(&wj_agent_tid, wj_gettid());
+    int idle_rounds = 0, first_round = 1;
     for (;;) {
         atomic_store(&nudged, 0);
         uint32_t seen = atomic_load(&wake_word);
-        if (!atomic_load(&final_requested)) {
-            // Drain often while events flow (the ring is bounded), at the flush interval when idle.
-            long ms = idle_rounds > 5 ? wj_proc.config.flush_ms : 20;
+        if (!atomic_load(&final_requested) && atomic_load(&agent_gen) == gen) {
+            // Drain often while events flow (the ring is bounded), at the flush interval when
+            // idle or only sampling; never past the next sample.
+            int sampling = atomic_load(&agent_state) == AGENT_SAMPLING;
+            long ms = !sampling && idle_rounds <= 5 ? 20 : wj_proc.config.flush_ms;
+            uint64_t due = wj_vitals_next_due();
+            if (due) {
+                uint64_t now = wj_now_ns();
+                long until = due > now ? (long)((due - now + 999999) / 1000000) : 0;
+                if (until < ms) ms = until;
+            }
             struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-            futex(&wake_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+            if (ms > 0) futex(&wake_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+            // The first event made the sampler the full agent: its first drain comes 20 ms
+            // later, as from a thread that event would have started, so the agent does not
+            // compete for the CPU with a program that is just starting its work.
+            if (sampling && atomic_load(&agent_state) == AGENT_RUNNING && !atomic_load(&final_requested)) {
+                idle_rounds = 0;
+                continue;
+            }
         }
         pthread_mutex_lock(&agent_lock);
+        if (atomic_load(&agent_gen) != gen) {
+            // Stopped (the exiting thread took the final flush, or a pause): nothing more.
+            pthread_mutex_unlock(&agent_lock);
+            agent_returns(gen);
+            return 0;
+        }
         if (atomic_load(&final_requested)) {
             flush_locked(1, final_tid);
             atomic_store(&agent_state, AGENT_NONE);
             atomic_store(&final_done, 1);
             futex(&final_done, FUTEX_WAKE_PRIVATE, 1, 0);
             pthread_mutex_unlock(&agent_lock);
+            agent_returns(gen);
             return 0;
         }
         uint64_t before = atomic_load(&wj_event_ring.deq);
@@ -288,6 +340,22 @@ static void *agent_main(void *arg) {
             WJ_REAL(exit)(0);
         }
         pthread_mutex_unlock(&agent_lock);
+        wj_vitals_agent_cpu();
+
+        // Vitals, read without the agent lock: a slow sysfs file never holds up the app's
+        // fork() or a flush. The system-wide counters get their first reading on the first
+        // round, so the first sample has an interval for them too.
+        uint64_t due = wj_vitals_next_due();
+        if (!due) continue;
+        if (first_round) { wj_vitals_baseline(); first_round = 0; }
+        if (wj_now_ns() < due) continue;
+        size_t len = wj_vitals_sample(sample_line, sizeof sample_line, 0, wj_gettid());
+        pthread_mutex_lock(&agent_lock);
+        if (atomic_load(&agent_gen) == gen) {
+            append_from(C_SAMPLE, sample_line, len);
+            write_out();
+        }
+        pthread_mutex_unlock(&agent_lock);
     }
 }
 
@@ -298,25 +366,142 @@ void wj_flush_now(void) {
     pthread_mutex_unlock(&agent_lock);
 }
 
-void wj_agent_ensure_started(void) {
-    if (WJ_LIKELY(atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_NONE)) return;
-    if (atomic_load(&finished)) return;
-    int expected = AGENT_NONE;
-    if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_RUNNING)) return;
+static void wake_agent(void) {
+    atomic_fetch_add(&wake_word, 1);
+    futex(&wake_word, FUTEX_WAKE_PRIVATE, 1, 0);
+}
+
+// The caller moved agent_state from NONE to RUNNING or SAMPLING.
+static void start_thread(void) {
+    int err = errno;
     // The agent thread blocks every signal: process-directed signals must keep going to the
-    // app's threads, exactly as without wedjat.
-    sigset_t all, old;
+    // app's threads, exactly as without wedjat. The mask is set by pthread_create itself (no
+    // window, no sigprocmask calls on the app's thread); the thread names itself.
+    sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 1024 * 1024);
+    pthread_attr_setsigmask_np(&attr, &all);
     pthread_t t;
-    if (pthread_create(&t, &attr, agent_main, 0) == 0) pthread_setname_np(t, "wedjat");
-    else atomic_store(&agent_state, AGENT_FAILED);
+    atomic_store(&wj_agent_tid, 0);
+    uint32_t gen = atomic_load(&agent_gen);
+    atomic_fetch_add(&live_threads, 1);
+    if (pthread_create(&t, &attr, agent_main, (void *)(uintptr_t)gen) != 0) {
+        atomic_fetch_sub(&live_threads, 1);
+        atomic_store(&agent_state, AGENT_FAILED);
+    }
     pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, 0);
+    errno = err;
+}
+
+void wj_agent_ensure_started(void) {
+    int s = atomic_load_explicit(&agent_state, memory_order_relaxed);
+    if (WJ_LIKELY(s == AGENT_RUNNING || s == AGENT_FAILED)) return;
+    if (atomic_load(&finished)) return;
+    if (s == AGENT_PAUSED) { atomic_store(&wanted_running, 1); return; }
+    if (s == AGENT_SAMPLING) {
+        // The sampler becomes the full agent: wake it so it takes the busy pace (its first
+        // drain 20 ms from now).
+        if (atomic_compare_exchange_strong(&agent_state, &s, AGENT_RUNNING)) wake_agent();
+        return;
+    }
+    int expected = AGENT_NONE;
+    if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_RUNNING)) return;
+    start_thread();
+}
+
+// Once a process has a second thread, every growth of its fd table waits for an RCU grace
+// period (the kernel's expand_fdtable: milliseconds). The log fd is put at the top of
+// RLIMIT_NOFILE (logfile.c), which grows the table to that size once: grow it now, while the
+// process is still single-threaded, so neither the log nor the app's own fds pay it later.
+static void reserve_fd_table(void) {
+    struct rlimit rl;
+    long top = 1024;
+    if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) top = (long)rl.rlim_cur;
+    if (top > 65536) top = 65536;  // logfile.c's bound
+    wj_logfile_lock_fds(&wj_proc.log);
+    if (atomic_load(&wj_proc.log.fd) < 0) {
+        int fd = wj_sys_open("/", O_PATH | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            int hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, top - 1);
+            if (hi >= 0) wj_sys_close(hi);
+            wj_sys_close(fd);
+        }
+    }
+    wj_logfile_unlock_fds(&wj_proc.log);
+}
+
+// main() is about to run, or a forked child begins: a process that lives past one interval
+// gets its samples from a thread that otherwise sleeps.
+void wj_agent_start_sampler(void) {
+    if (wj_disabled || wj_proc.config.sample_ms <= 0 || atomic_load(&finished)) return;
+    int expected = AGENT_NONE;
+    if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_SAMPLING)) return;
+    int err = errno;
+    reserve_fd_table();
+    errno = err;
+    start_thread();
+}
+
+// ---------------------------------------------------------------- unshare, setns
+
+// The kernel refuses unshare(CLONE_NEWUSER) and setns() into a user or mount namespace
+// (EINVAL) when the process has more than one thread. wedjat's thread steps aside for those
+// calls: it is stopped, the call made, and a new one started. Returns 1 if it was stopped.
+static int pause_agent(void) {
+    int s = atomic_load(&agent_state);
+    if ((s != AGENT_RUNNING && s != AGENT_SAMPLING) || !atomic_compare_exchange_strong(&agent_state, &s, AGENT_PAUSED))
+        return 0;
+    atomic_store(&wanted_running, s == AGENT_RUNNING);
+    uint32_t gen = atomic_fetch_add(&agent_gen, 1);  // the running thread's
+    wake_agent();
+    // Until its function returned (bounded: a thread stuck in a flush does not hang the app).
+    struct timespec ts = {0, 5 * 1000000L};
+    for (int i = 0; i < 400; i++) {
+        uint32_t v = atomic_load(&agent_exited);
+        if (v == gen + 1) break;
+        futex(&agent_exited, FUTEX_WAIT_PRIVATE, v, &ts);
+    }
+    return 1;
+}
+
+static void resume_agent(void) {
+    int expected = AGENT_PAUSED;
+    int want = atomic_load(&wanted_running) ? AGENT_RUNNING : AGENT_SAMPLING;
+    if (atomic_load(&finished) || !atomic_compare_exchange_strong(&agent_state, &expected, want)) return;
+    start_thread();
+}
+
+// The thread's function has returned, but the kernel counts it until its exit completes (a
+// few microseconds): EINVAL meanwhile is retried for at most 2 ms.
+#define WJ_SINGLE_THREADED_CALL(call)                                                   \
+    do {                                                                                \
+        int paused = pause_agent();                                                     \
+        int r = call;                                                                   \
+        for (int i = 0; paused && r != 0 && errno == EINVAL && i < 40; i++) {           \
+            struct timespec ts = {0, 50000};                                            \
+            syscall(SYS_nanosleep, &ts, 0);                                             \
+            r = call;                                                                   \
+        }                                                                               \
+        int err = errno;                                                                \
+        if (paused) resume_agent();                                                     \
+        wj_leave();                                                                     \
+        errno = err;                                                                    \
+        return r;                                                                       \
+    } while (0)
+
+WJ_EXPORT int unshare(int flags) {
+    if (!(flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)) || !wj_enter())
+        return WJ_REAL(unshare)(flags);
+    WJ_SINGLE_THREADED_CALL(WJ_REAL(unshare)(flags));
+}
+
+WJ_EXPORT int setns(int fd, int nstype) {
+    // nstype 0: any namespace the fd names; a pidfd: a set of CLONE_NEW* flags.
+    if ((nstype != 0 && !(nstype & (CLONE_NEWUSER | CLONE_NEWNS))) || !wj_enter()) return WJ_REAL(setns)(fd, nstype);
+    WJ_SINGLE_THREADED_CALL(WJ_REAL(setns)(fd, nstype));
 }
 
 // ---------------------------------------------------------------- fork
@@ -341,7 +526,14 @@ void wj_agent_atfork_child(void) {
     events_without_agent = 0;
     start_written = 0;
     out_len = 0;
+    atomic_store(&wj_agent_tid, 0);
+    atomic_store(&live_threads, 0);
     // The agent library stays mapped; it notices the new generation and starts afresh.
+    wj_vitals_forked_child();
+    // A child that lives on (a daemon, a worker) is sampled too; one that execs soon loses
+    // the thread at the exec. Here rather than in the fork() wrapper: glibc's own forks
+    // (daemon()) run the handlers but not the wrapper.
+    wj_agent_start_sampler();
 }
 
 // ---------------------------------------------------------------- main, exit, exec
@@ -363,6 +555,10 @@ void wj_main_entered(int argc, char **argv) {
     }
     wj_argv_len = used;
     wj_main_seen = 1;
+    if (!wj_disabled) {
+        wj_vitals_main_entered();
+        wj_agent_start_sampler();
+    }
 }
 
 void wj_set_exit_status(int status) {
@@ -402,6 +598,15 @@ void wj_finish(int reason, int status, int has_status) {
     if (atomic_exchange(&finished, 1)) return;
     if (wj_proc.end_reason == WJ_END_NONE) wj_proc.end_reason = reason;
     int tid = wj_gettid();
+    for (;;) {
+        // Only a sampler (or a paused agent): it stops at its next round without writing
+        // anything more, and this thread does the final flush.
+        int s = atomic_load(&agent_state);
+        if ((s != AGENT_SAMPLING && s != AGENT_PAUSED) || atomic_compare_exchange_strong(&agent_state, &s, AGENT_NONE)) {
+            if (s == AGENT_SAMPLING || s == AGENT_PAUSED) atomic_fetch_add(&agent_gen, 1);
+            break;
+        }
+    }
     if (atomic_load(&agent_state) == AGENT_RUNNING) {
         final_tid = tid;
         atomic_store(&final_done, 0);
@@ -456,8 +661,11 @@ static void write_exec_hint(void) {
     int fd = wj_sys_open(wj_proc.exec_hint_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return;
     char buf[3 * WJ_PATH_MAX];
-    int n = snprintf(buf, sizeof buf, "%d %llu\n%s\n%s\n", wj_proc.pid,
-                     (unsigned long long)wj_proc_start_ticks(), wj_proc.log.path, wj_proc.parent_log);
+    // Line 1: pid, process start ticks, and the moment of the exec (CLOCK_MONOTONIC ns, the
+    // same clock in every image) for the next image's startup record.
+    int n = snprintf(buf, sizeof buf, "%d %llu %llu\n%s\n%s\n", wj_proc.pid,
+                     (unsigned long long)wj_proc_start_ticks(), (unsigned long long)wj_now_ns(),
+                     wj_proc.log.path, wj_proc.parent_log);
     if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
     wj_sys_close(fd);
 }
@@ -480,4 +688,6 @@ void wj_after_failed_exec(void) {
     append(C_EXEC_FAILED, wj_format_exec_failed(line_buf, sizeof line_buf, wj_now_ns(), wj_gettid()));
     write_out();
     pthread_mutex_unlock(&agent_lock);
+    // The image goes on: so does its sampling (the full agent restarts at the next event).
+    wj_agent_start_sampler();
 }

@@ -227,6 +227,7 @@ static int connect_error(int r, int err) {
 }
 
 WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+    wj_note_ready(WJ_READY_CONNECT);
     if (!wj_enter()) return WJ_REAL(connect)(fd, addr, len);
     wj_conn *known = wj_fd_conn(fd);
     int udp = known && WJ_LOAD(known->transport) == WJ_TRANSPORT_UDP;
@@ -333,6 +334,7 @@ WJ_EXPORT int shutdown(int fd, int how) {
 // A listening process is a server, likely long-lived: start the agent now so its log exists
 // (and is flushed) before the first client arrives, even if it is killed later.
 WJ_EXPORT int listen(int fd, int backlog) {
+    wj_note_ready(WJ_READY_LISTEN);
     int r = WJ_REAL(listen)(fd, backlog);
     if (r == 0) {
         int err = errno;
@@ -371,10 +373,12 @@ static int accepted(int r) {
 }
 
 WJ_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
+    wj_note_ready(WJ_READY_ACCEPT);
     return accepted(WJ_REAL(accept)(fd, addr, len));
 }
 
 WJ_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+    wj_note_ready(WJ_READY_ACCEPT4);
     return accepted(WJ_REAL(accept4)(fd, addr, len, flags));
 }
 

@@ -217,6 +217,30 @@ WJ_HIDDEN size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int 
 WJ_HIDDEN int64_t wj_epoch_us(uint64_t mono_ns);
 WJ_HIDDEN const char *wj_stat_field(const char *stat, int n);
 
+// Process vitals (vitals.c): `sample` records, taken on the agent thread and in the final
+// flush, and the `startup` record.
+enum { WJ_READY_CONNECT = 1, WJ_READY_ACCEPT, WJ_READY_ACCEPT4, WJ_READY_LISTEN, WJ_READY_POLL, WJ_READY_PPOLL,
+       WJ_READY_SELECT, WJ_READY_PSELECT, WJ_READY_EPOLL_WAIT, WJ_READY_EPOLL_PWAIT, WJ_READY_EPOLL_PWAIT2 };
+WJ_HIDDEN extern _Atomic uint64_t wj_ready_word;  // (mono ns << 4) | WJ_READY_*, 0 until ready
+WJ_HIDDEN extern _Atomic int wj_agent_tid;        // the agent thread's kernel tid, 0 if none yet
+WJ_HIDDEN void wj_note_ready_slow(int call);
+// The program is "ready" at its first connect/accept/listen or wait call (poll, select,
+// epoll_wait, ...) after main: one relaxed load once that happened.
+static inline void wj_note_ready(int call) {
+    if (WJ_UNLIKELY(!atomic_load_explicit(&wj_ready_word, memory_order_relaxed))) wj_note_ready_slow(call);
+}
+WJ_HIDDEN void wj_vitals_main_entered(void);
+WJ_HIDDEN void wj_vitals_forked_child(void);
+WJ_HIDDEN void wj_vitals_exec_called(uint64_t mono_ns);  // from the previous image's exec hint
+WJ_HIDDEN uint64_t wj_vitals_next_due(void);              // 0 when sampling is off
+WJ_HIDDEN void wj_vitals_baseline(void);
+WJ_HIDDEN void wj_vitals_agent_cpu(void);                 // on the agent thread: publish its CPU time
+WJ_HIDDEN size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid);
+WJ_HIDDEN int wj_vitals_startup_due(int final);
+WJ_HIDDEN size_t wj_vitals_format_startup(char *buf, size_t cap);
+WJ_HIDDEN void wj_agent_start_sampler(void);
+WJ_HIDDEN int wj_agent_threads_alive(void);   // wedjat threads in this process (0 or 1; 2 briefly)
+
 // Called from the vfork trampoline: marks this thread so hooks run in the child pass
 // straight through; returns the real vfork.
 WJ_HIDDEN void *wj_vfork_prepare(void);

@@ -121,6 +121,10 @@ static void read_exec_hint(char *from, char *parent) {
     if (!line2 || !space || space > line2 || atoi(buf) != wj_proc.pid ||
         strtoull(space + 1, 0, 10) != wj_proc_start_ticks())
         return;
+    // The exec's moment, when the previous image wrote it (third number of line 1).
+    char *end1;
+    strtoull(space + 1, &end1, 10);
+    if (*end1 == ' ' && end1 < line2) wj_vitals_exec_called(strtoull(end1 + 1, 0, 10));
     line2++;
     char *line3 = strchr(line2, '\n');
     if (!line3) return;
@@ -224,6 +228,7 @@ size_t wj_format_process_start(char *buf, size_t cap) {
     wj_json_bool(&j, "http", wj_proc.config.http);
     wj_json_int(&j, "capture_bytes", wj_proc.config.capture_bytes);
     wj_json_int(&j, "http_records", wj_proc.config.http_records);
+    wj_json_int(&j, "sample_ms", wj_proc.config.sample_ms);
     wj_json_begin_array(&j, "redact");
     if (wj_proc.config.redact & WJ_REDACT_QUERY) wj_json_str(&j, 0, "query");
     if (wj_proc.config.redact & WJ_REDACT_USERINFO) wj_json_str(&j, 0, "userinfo");

@@ -30,24 +30,28 @@ static void after_poll(struct pollfd *fds, nfds_t n, int r) {
 }
 
 WJ_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
+    wj_note_ready(WJ_READY_POLL);
     int r = WJ_REAL(poll)(fds, n, timeout);
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+    wj_note_ready(WJ_READY_POLL);
     int r = WJ_REAL(__poll_chk)(fds, n, timeout, fdslen);
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+    wj_note_ready(WJ_READY_PPOLL);
     int r = WJ_REAL(ppoll)(fds, n, ts, mask);
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
+    wj_note_ready(WJ_READY_PPOLL);
     int r = WJ_REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
     after_poll(fds, n, r);
     return r;
@@ -63,12 +67,14 @@ static void after_select(int n, fd_set *wr, int r) {
 }
 
 WJ_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) {
+    wj_note_ready(WJ_READY_SELECT);
     int r = WJ_REAL(select)(n, rd, wr, ex, tv);
     after_select(n, wr, r);
     return r;
 }
 
 WJ_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask) {
+    wj_note_ready(WJ_READY_PSELECT);
     int r = WJ_REAL(pselect)(n, rd, wr, ex, ts, mask);
     after_select(n, wr, r);
     return r;
@@ -131,18 +137,21 @@ static void after_epoll(int epfd, struct epoll_event *evs, int r) {
 }
 
 WJ_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
+    wj_note_ready(WJ_READY_EPOLL_WAIT);
     int r = WJ_REAL(epoll_wait)(epfd, evs, max, timeout);
     after_epoll(epfd, evs, r);
     return r;
 }
 
 WJ_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
+    wj_note_ready(WJ_READY_EPOLL_PWAIT);
     int r = WJ_REAL(epoll_pwait)(epfd, evs, max, timeout, mask);
     after_epoll(epfd, evs, r);
     return r;
 }
 
 WJ_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask) {
+    wj_note_ready(WJ_READY_EPOLL_PWAIT2);
     int r = WJ_REAL(epoll_pwait2)(epfd, evs, max, ts, mask);
     after_epoll(epfd, evs, r);
     return r;

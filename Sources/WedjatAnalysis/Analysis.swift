@@ -23,6 +23,10 @@ public struct ProcessLog: Sendable {
     public var httpErrors: Int64 = 0
     /// `warning` and `exec_failed` records, in file order.
     public var notes: [NoteRecord] = []
+    /// `sample` records, summarised.
+    public var vitals = VitalsStats()
+    /// The image's `startup` record (the first one, if a file had several).
+    public var startup: StartupRecord?
     public var firstTs: Int64 = .max
     public var lastTs: Int64 = .min
     /// pid seen in records, for files whose process_start is missing.
@@ -102,6 +106,12 @@ public struct ProcessLog: Sendable {
             recordPid = recordPid ?? h.pid
             httpRequests += Swift.max(0, h.count)
             httpErrors += Swift.max(0, h.errors)
+        case .sample(let v):
+            recordPid = recordPid ?? v.pid
+            vitals.add(v)
+        case .startup(let v):
+            recordPid = recordPid ?? v.pid
+            if startup == nil { startup = v }
         }
     }
 }

@@ -250,5 +250,7 @@ func recordTypeName(_ r: Record) -> String {
     case .note(let n): n.type
     case .http: "http"
     case .httpSummary: "http_summary"
+    case .sample: "sample"
+    case .startup: "startup"
     }
 }

@@ -210,6 +210,95 @@ public struct DNSRecord: Sendable, Equatable {
     }
 }
 
+/// A `sample` record: the process's vitals over one interval. A group wedjat could not read
+/// (`{"unavailable": "<why>"}`) leaves its values nil and its reason in `unavailable`.
+public struct SampleRecord: Sendable, Equatable {
+    public struct ThreadCPU: Sendable, Equatable {
+        public var tid: Int
+        public var name: String?
+        public var cpuPct: Double
+        public init(tid: Int, name: String? = nil, cpuPct: Double) { self.tid = tid; self.name = name; self.cpuPct = cpuPct }
+    }
+    public struct Battery: Sendable, Equatable {
+        public var name: String?
+        public var capacityPct: Int?
+        public var status: String?
+        public init(name: String? = nil, capacityPct: Int? = nil, status: String? = nil) {
+            self.name = name; self.capacityPct = capacityPct; self.status = status
+        }
+    }
+
+    public var ts: Int64
+    public var pid: Int
+    public var seq: Int?
+    public var atExit: Bool
+    public var intervalStartTs: Int64?
+    public var intervalUs: Int64?
+    public var cpuUserPct: Double?
+    public var cpuSystemPct: Double?
+    public var cpuTotalPct: Double?
+    /// Totals since the process started.
+    public var cpuUserUs: Int64?
+    public var cpuSystemUs: Int64?
+    public var topThreads: [ThreadCPU]
+    public var systemBusyPct: Double?
+    public var rssBytes: Int64?
+    public var peakRssBytes: Int64?
+    public var virtualBytes: Int64?
+    public var threads: Int?
+    public var fds: Int?
+    public var voluntaryCtxSwitches: Int64?
+    public var involuntaryCtxSwitches: Int64?
+    public var minorFaults: Int64?
+    public var majorFaults: Int64?
+    public var raplEnergyJ: Double?
+    public var raplWatts: Double?
+    public var raplIntervalUs: Int64?
+    public var batteries: [Battery]?
+    /// Reasons of unavailable groups, by group name (`cpu`, `system_cpu`, `memory`, `rapl`, `battery`, ...).
+    public var unavailable: [String: String]
+
+    public init(ts: Int64, pid: Int, seq: Int? = nil, atExit: Bool = false, intervalStartTs: Int64? = nil,
+                intervalUs: Int64? = nil, cpuUserPct: Double? = nil, cpuSystemPct: Double? = nil,
+                cpuTotalPct: Double? = nil, cpuUserUs: Int64? = nil, cpuSystemUs: Int64? = nil,
+                topThreads: [ThreadCPU] = [], systemBusyPct: Double? = nil, rssBytes: Int64? = nil,
+                peakRssBytes: Int64? = nil, virtualBytes: Int64? = nil, threads: Int? = nil, fds: Int? = nil,
+                voluntaryCtxSwitches: Int64? = nil, involuntaryCtxSwitches: Int64? = nil, minorFaults: Int64? = nil,
+                majorFaults: Int64? = nil, raplEnergyJ: Double? = nil, raplWatts: Double? = nil,
+                raplIntervalUs: Int64? = nil, batteries: [Battery]? = nil, unavailable: [String: String] = [:]) {
+        self.ts = ts; self.pid = pid; self.seq = seq; self.atExit = atExit; self.intervalStartTs = intervalStartTs
+        self.intervalUs = intervalUs; self.cpuUserPct = cpuUserPct; self.cpuSystemPct = cpuSystemPct
+        self.cpuTotalPct = cpuTotalPct; self.cpuUserUs = cpuUserUs; self.cpuSystemUs = cpuSystemUs
+        self.topThreads = topThreads; self.systemBusyPct = systemBusyPct; self.rssBytes = rssBytes
+        self.peakRssBytes = peakRssBytes; self.virtualBytes = virtualBytes; self.threads = threads; self.fds = fds
+        self.voluntaryCtxSwitches = voluntaryCtxSwitches; self.involuntaryCtxSwitches = involuntaryCtxSwitches
+        self.minorFaults = minorFaults; self.majorFaults = majorFaults; self.raplEnergyJ = raplEnergyJ
+        self.raplWatts = raplWatts; self.raplIntervalUs = raplIntervalUs; self.batteries = batteries
+        self.unavailable = unavailable
+    }
+}
+
+/// A `startup` record: exec → constructor → main → ready of one process image.
+public struct StartupRecord: Sendable, Equatable {
+    public var ts: Int64
+    public var pid: Int
+    public var execTs: Int64?
+    /// `exec` (precise) or `process_start` (the kernel's start time, in clock ticks).
+    public var execSource: String?
+    public var execResolutionUs: Int64?
+    public var constructorUs: Int64?
+    public var mainUs: Int64?
+    public var readyUs: Int64?
+    public var readyCall: String?
+
+    public init(ts: Int64, pid: Int, execTs: Int64? = nil, execSource: String? = nil, execResolutionUs: Int64? = nil,
+                constructorUs: Int64? = nil, mainUs: Int64? = nil, readyUs: Int64? = nil, readyCall: String? = nil) {
+        self.ts = ts; self.pid = pid; self.execTs = execTs; self.execSource = execSource
+        self.execResolutionUs = execResolutionUs; self.constructorUs = constructorUs; self.mainUs = mainUs
+        self.readyUs = readyUs; self.readyCall = readyCall
+    }
+}
+
 /// `warning` (something wedjat could not do) and `exec_failed` records: a message to show.
 public struct NoteRecord: Sendable, Equatable {
     public var ts: Int64
@@ -273,9 +362,12 @@ public enum Record: Sendable, Equatable {
     case note(NoteRecord)
     case http(HTTPRecord)
     case httpSummary(HTTPSummaryRecord)
+    case sample(SampleRecord)
+    case startup(StartupRecord)
 
     public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end",
-                                                 "dns", "warning", "exec_failed", "http", "http_summary"]
+                                                 "dns", "warning", "exec_failed", "http", "http_summary",
+                                                 "sample", "startup"]
 
     public var ts: Int64 {
         switch self {
@@ -288,6 +380,8 @@ public enum Record: Sendable, Equatable {
         case .note(let r): r.ts
         case .http(let r): r.ts
         case .httpSummary(let r): r.ts
+        case .sample(let r): r.ts
+        case .startup(let r): r.ts
         }
     }
 }
@@ -373,6 +467,13 @@ extension Record {
             return .dns(DNSRecord(ts: ts, pid: pid, api: try f.string("api"), name: try f.string("name"),
                                   durationUs: try f.int64("duration_us"), answers: try f.int("answers") ?? 0,
                                   error: try f.string("error")))
+        case "sample":
+            return .sample(try decodeSample(f, ts: ts, pid: pid))
+        case "startup":
+            return .startup(StartupRecord(
+                ts: ts, pid: pid, execTs: try f.int64("exec_ts"), execSource: try f.string("exec_source"),
+                execResolutionUs: try f.int64("exec_resolution_us"), constructorUs: try f.int64("constructor_us"),
+                mainUs: try f.int64("main_us"), readyUs: try f.int64("ready_us"), readyCall: try f.string("ready_call")))
         case "warning":
             return .note(NoteRecord(ts: ts, pid: pid, type: type, message: try f.string("message") ?? "?"))
         case "exec_failed":
@@ -393,6 +494,62 @@ extension Record {
                 untrackedConnections: try f.int64("untracked_connections") ?? 0,
                 captureDropped: try f.int64("capture_dropped") ?? 0))
         }
+    }
+}
+
+extension Record {
+    fileprivate static func decodeSample(_ f: Fields, ts: Int64, pid: Int) throws(RecordDecodeError) -> SampleRecord {
+        var s = SampleRecord(ts: ts, pid: pid, seq: try f.int("seq"), atExit: try f.bool("at_exit") ?? false,
+                             intervalStartTs: try f.int64("interval_start_ts"), intervalUs: try f.int64("interval_us"))
+        var unavailable: [String: String] = [:]
+        /// A group: its fields, or nil (absent, null, or `{"unavailable": why}`, whose reason is kept).
+        func group(_ g: Fields?, _ name: String) throws(RecordDecodeError) -> Fields? {
+            guard let g else { return nil }
+            if let why = try g.string("unavailable") { unavailable[name] = why; return nil }
+            return g
+        }
+        if let c = try group(f.object("cpu"), "cpu") {
+            s.cpuUserPct = try c.double("user_pct"); s.cpuSystemPct = try c.double("system_pct")
+            s.cpuTotalPct = try c.double("total_pct"); s.cpuUserUs = try c.int64("user_us")
+            s.cpuSystemUs = try c.int64("system_us")
+        }
+        for t in try f.objects("top_threads") ?? [] {
+            s.topThreads.append(.init(tid: try t.int("tid", required: true)!, name: try t.string("name"),
+                                      cpuPct: try t.double("cpu_pct", required: true)!))
+        }
+        if let c = try group(f.object("system_cpu"), "system_cpu") { s.systemBusyPct = try c.double("busy_pct") }
+        if let m = try group(f.object("memory"), "memory") {
+            s.rssBytes = try m.int64("rss_bytes"); s.peakRssBytes = try m.int64("peak_rss_bytes")
+            s.virtualBytes = try m.int64("virtual_bytes")
+        }
+        _ = try group(f.object("cpu_freq"), "cpu_freq")
+        _ = try group(f.object("system_memory"), "system_memory")
+        s.threads = try f.int("threads")
+        s.fds = try f.int("fds")
+        if let c = try group(f.object("ctx_switches"), "ctx_switches") {
+            s.voluntaryCtxSwitches = try c.int64("voluntary"); s.involuntaryCtxSwitches = try c.int64("involuntary")
+        }
+        if let p = try group(f.object("page_faults"), "page_faults") {
+            s.minorFaults = try p.int64("minor"); s.majorFaults = try p.int64("major")
+        }
+        if let e = try group(f.object("energy"), "energy") {
+            if let r = try group(e.object("rapl"), "rapl") {
+                s.raplEnergyJ = try r.double("energy_j"); s.raplWatts = try r.double("watts")
+                s.raplIntervalUs = try r.int64("interval_us")
+            }
+            // `battery` is an array of supplies, or an object saying why there is none.
+            if e.isObject("battery") {
+                _ = try group(e.object("battery"), "battery")
+            } else if let list = try e.objects("battery") {
+                s.batteries = []
+                for b in list {
+                    s.batteries!.append(.init(name: try b.string("name"), capacityPct: try b.int("capacity_pct"),
+                                              status: try b.string("status")))
+                }
+            }
+        }
+        s.unavailable = unavailable
+        return s
     }
 }
 
@@ -425,6 +582,27 @@ private struct Fields {
         guard let v = try raw(key, required: false, expected: "an object") else { return nil }
         guard let d = v as? [String: Any] else { throw bad(key, "an object") }
         return Fields(object: d, type: type, prefix: prefix + key + ".")
+    }
+
+    /// An array of objects, each reporting its errors as `key.field`.
+    func objects(_ key: String) throws(RecordDecodeError) -> [Fields]? {
+        guard let v = try raw(key, required: false, expected: "an array of objects") else { return nil }
+        guard let a = v as? [Any] else { throw bad(key, "an array of objects") }
+        var out: [Fields] = []
+        for e in a {
+            guard let d = e as? [String: Any] else { throw bad(key, "an array of objects") }
+            out.append(Fields(object: d, type: type, prefix: prefix + key + "."))
+        }
+        return out
+    }
+
+    func isObject(_ key: String) -> Bool { object[key] is [String: Any] }
+
+    /// Any JSON number (not a boolean), finite.
+    func double(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Double? {
+        guard let v = try raw(key, required: required, expected: "a number") else { return nil }
+        guard let n = v as? NSNumber, !Fields.isBool(n), n.doubleValue.isFinite else { throw bad(key, "a number") }
+        return n.doubleValue
     }
 
     func int64(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Int64? {

@@ -12,6 +12,10 @@ public struct Report: Codable, Sendable {
     public var http: [HTTPRow]
     public var connectionStats: ConnectionStatsRow
     public var tree: [TreeNode]
+    /// Processes with `sample` records, busiest first (ReportVitals.swift).
+    public var vitals: [VitalsRow]
+    /// `startup` records by program, slowest first.
+    public var startup: [StartupRow]
     public var warnings: [WarningItem]
 
     public struct Headline: Codable, Sendable {
@@ -304,6 +308,8 @@ extension Report {
         http = httpRows
         self.connectionStats = connectionStats
         self.tree = tree.roots.map(treeNode)
+        vitals = Report.vitalsRows(logs)
+        startup = Report.startupRows(logs)
         self.warnings = warnings
     }
 }

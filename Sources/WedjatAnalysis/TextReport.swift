@@ -115,6 +115,9 @@ public struct TextReport {
             }
         }
 
+        out += vitalsLines(r.vitals)
+        out += startupLines(r.startup)
+
         // Tree.
         out.append("")
         out.append(bold("PROCESS TREE"))
@@ -174,6 +177,120 @@ public struct TextReport {
             lines.append("  errors: " + paint(text.joined(separator: "; "), .red))
         }
         return lines
+    }
+
+    /// Processes shown in VITALS, and programs in STARTUP: the report's top must fit a screen.
+    static let vitalsShown = 4
+    static let startupShown = 8
+
+    /// CPU and RSS over time of the busiest processes, with their totals; nothing without samples.
+    func vitalsLines(_ rows: [Report.VitalsRow]) -> [String] {
+        guard !rows.isEmpty else { return [] }
+        let shown = rows.prefix(Self.vitalsShown)
+        var out = ["", bold("VITALS") + (rows.count > shown.count
+            ? " (busiest \(shown.count) of \(rows.count) processes with samples)" : "")]
+        let width = shown.map { Swift.max($0.cpuSparkline.count, $0.rssSparkline.count) }.max() ?? 0
+        func spark(_ s: String) -> String { s + String(repeating: " ", count: width - s.count) }
+        func pct(_ v: Double) -> String { Format.fixed(v, 1) + "%" }
+        // Reasons with the processes they apply to, in order of appearance.
+        var energyReasons: [(why: String, pids: [Int])] = [], batteryReasons: [(why: String, pids: [Int])] = []
+        func note(_ why: String, _ pid: Int, _ list: inout [(why: String, pids: [Int])]) {
+            if let i = list.firstIndex(where: { $0.why == why }) { list[i].pids.append(pid) } else { list.append((why, [pid])) }
+        }
+        func trimmed(_ s: String) -> String {
+            var s = Substring(s)
+            while s.last == " " { s = s.dropLast() }
+            return String(s)
+        }
+        for v in shown {
+            var head = "  \(v.pid) \(v.program)  " + Format.count(v.samples, "sample") + " over " + Format.duration(v.durationUs)
+            if let t = v.cpuTimeUs { head += ", CPU time " + Format.duration(t) }
+            out.append(head)
+            var cpu = "    CPU  " + spark(v.cpuSparkline)
+            if let c = v.cpuPct {
+                cpu += "  min " + pct(c.min) + "  avg " + pct(c.avg) + "  max " + paint(pct(c.max), c.max >= 90 ? .yellow : nil)
+            }
+            if let b = v.systemBusyPct { cpu += dim("  (system busy avg " + pct(b) + ")") }
+            out.append(trimmed(cpu))
+            var rss = "    RSS  " + spark(v.rssSparkline)
+            if let m = v.rssBytes {
+                rss += "  min " + Format.bytes(m.min) + "  avg " + Format.bytes(m.avg) + "  max " + Format.bytes(m.max)
+            }
+            if let p = v.peakRssBytes { rss += "  peak " + Format.bytes(p) }
+            if let why = v.memoryUnavailable { rss = "    RSS  unavailable: " + why }
+            out.append(trimmed(rss))
+            var facts: [String] = []
+            if let t = v.threadsMax { facts.append("threads max \(t)") }
+            if let f = v.fdsMax { facts.append("fds max \(f)") }
+            if let t = v.busiestThread {
+                facts.append("busiest thread " + (t.name ?? "?") + " (\(t.tid)) avg " + pct(t.cpuPct))
+            }
+            if let minor = v.minorFaults, let major = v.majorFaults {
+                facts.append("page faults \(minor) minor, " + paint("\(major) major", major > 0 ? .yellow : nil))
+            }
+            var energy: [String] = []
+            if let e = v.energy {
+                energy.append("energy " + Format.fixed(e.energyJ, 3) + " J" + (e.watts.map { " (" + Format.fixed($0, 2) + " W avg)" } ?? ""))
+            } else if let why = v.energyUnavailable {
+                note(why, v.pid, &energyReasons)
+            }
+            if let bs = v.batteries, !bs.isEmpty {
+                energy.append("battery " + bs.map { b in
+                    [b.name ?? "?", b.capacityPct.map { "\($0)%" }, b.status].compactMap { $0 }.joined(separator: " ")
+                }.joined(separator: ", "))
+            } else if let why = v.batteryUnavailable {
+                note(why, v.pid, &batteryReasons)
+            }
+            if !facts.isEmpty { out.append("    " + facts.joined(separator: ", ")) }
+            if !energy.isEmpty { out.append("    " + energy.joined(separator: "; ")) }
+        }
+        // The reasons once, not per process.
+        for (what, reasons) in [("energy", energyReasons), ("battery", batteryReasons)] {
+            for r in reasons {
+                let who = r.pids.count == shown.count ? "" : " (pid " + r.pids.map(String.init).joined(separator: ", ") + ")"
+                out.append(dim("  \(what) unavailable\(who): " + r.why))
+            }
+        }
+        if rows.count > shown.count {
+            out.append("  … " + Format.count(rows.count - shown.count, "more process", "more processes")
+                       + " with samples (--format json lists all)")
+        }
+        return out
+    }
+
+    /// Start-up times by program: median / max over its processes, and the slowest one.
+    func startupLines(_ rows: [Report.StartupRow]) -> [String] {
+        guard !rows.isEmpty else { return [] }
+        let shown = rows.prefix(Self.startupShown)
+        var out = ["", bold("STARTUP") + " (from exec; median / max over a program's processes)"]
+        var table = Table(header: ["PROGRAM", "PROCS", "CONSTRUCTOR", "MAIN", "READY", "READY CALL", "SLOWEST"],
+                          rightAligned: [1, 2, 3, 4])
+        func spread(_ s: Report.StartupSpread?) -> String {
+            guard let s else { return "-" }
+            return s.count == 1 ? Format.duration(s.max) : Format.duration(s.median) + " / " + Format.duration(s.max)
+        }
+        for r in shown {
+            let slow = r.slowest
+            table.add([
+                Cell(r.program + (r.coarse > 0 ? "*" : "")), Cell(String(r.processes)), Cell(spread(r.constructorUs)),
+                Cell(spread(r.mainUs)), Cell(spread(r.readyUs)),
+                Cell(r.readyCalls.isEmpty ? "-" : r.readyCalls.prefix(2).map(\.name).joined(separator: ", ")
+                     + (r.readyCalls.count > 2 ? ", …" : "")),
+                Cell("pid \(slow.pid)" + (slow.totalUs.map { " " + Format.duration($0) } ?? "")),
+            ])
+        }
+        out += table.render(self)
+        let coarse = shown.filter { $0.coarse > 0 }
+        if !coarse.isEmpty {
+            let res = coarse.compactMap(\.coarseResolutionUs).max()
+            out.append(dim("  * " + Format.count(coarse.reduce(0) { $0 + $1.coarse }, "process", "processes")
+                           + " timed from the kernel's start time (exec_source process_start, clock ticks): up to "
+                           + (res.map { Format.duration($0) } ?? "one tick") + " too long"))
+        }
+        if rows.count > shown.count {
+            out.append("  … " + Format.count(rows.count - shown.count, "more program") + " (--format json lists all)")
+        }
+        return out
     }
 
     /// `2025-11-22 03:35:10.000 → 03:35:10.600`: the date once when both ends share it.

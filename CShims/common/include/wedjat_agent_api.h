@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define WJ_AGENT_API_VERSION 3
+#define WJ_AGENT_API_VERSION 4  // 4: wj_config.sample_ms (wj_process layout)
 
 enum {
     WJ_END_NONE = 0,

@@ -187,6 +187,7 @@ typedef struct wj_config {
     char dir[WJ_PATH_MAX];
     int warning_count;
     char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
+    int sample_ms;         // vitals sample interval, 0 = no sampling (WEDJAT_SAMPLE_MS)
 } wj_config;
 
 // Parses WEDJAT_* from a getenv-like lookup. Invalid values: one warning each, default kept.

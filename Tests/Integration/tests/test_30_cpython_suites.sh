@@ -138,6 +138,8 @@ expect_eq(sorted((m, len(ws)) for m, ws in workers.items()), sorted((m, 1) for m
 for l in logs:
     name = os.path.basename(l.path)
     e = l.end
+    if e is None and l.start["argv"] == ["/bin/sh", "-c", "sleep 1; sleep 1"]:
+        continue  # test_asyncio's test_kill_issue43884 SIGKILLs it after 1 s: its first sample may have written the log
     if not expect(e is not None, f"{name}: no process_end ({l.start['argv'][:4]})"):
         continue
     expect_eq((e["dropped_events"], e["dropped_records"], e.get("untracked_connections", 0)), (0, 0, 0),

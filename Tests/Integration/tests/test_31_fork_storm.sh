@@ -58,6 +58,7 @@ for c in children:
     expect_eq(c.start["parent_log"], parent.path, f"{name}: parent_log")
     expect_eq(c.start["ppid"], parent.pid, f"{name}: ppid")
     types = collections.Counter(r["type"] for r in c.records_all)
+    expect(types.pop("sample", 0) <= 1, f"{name}: at most the child's own exit sample")
     expect_eq(dict(types), {"process_start": 1, "connection": 1, "process_end": 1}, f"{name}: record types (nothing inherited from the parent)")
     for r in c.records("connection"):
         expect_eq((r["role"], r["peer"], r["bytes_out"], r["bytes_in"], r["error"], r["open_at_exit"], r["pid"]),
