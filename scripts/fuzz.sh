@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the C parsers (WEDJAT_* configuration, argv redaction, JSON writer) with libFuzzer
-# (clang from the Swift toolchain). Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]  (default 10)
+# Fuzzes the C parsers (WEDJAT_* configuration, argv redaction, JSON writer) and the Swift
+# HTTP/1 parser (arbitrary bytes, arbitrary segmentation, both directions, with the capture's
+# skips) with libFuzzer (clang and swiftc from the Swift toolchain).
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]  (default 10)
 # Exit status is non-zero if any target crashes; the crashing input is kept in .build-fuzz/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,4 +32,22 @@ for target in config json; do
   total_runs=$((total_runs + runs))
   echo "fuzz: $target: $runs runs in ${seconds}s, 0 crashes"
 done
+# The HTTP/1 parser: its two source files compiled with the target (no package build needed).
+bin="$out/fuzz_http"
+if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name fuzzhttp "$root/Tests/Fuzz/fuzz_http.swift" \
+    "$root/Sources/WedjatCore/HTTP1.swift" "$root/Sources/WedjatCore/HTTP1Parser.swift" -o "$bin" >"$out/build_http.log" 2>&1; then
+  grep -v "Cannot export local symbol" "$out/build_http.log" >&2
+  exit 1
+fi
+mkdir -p "$out/corpus_http"
+printf '\000\020\077GET /a?b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\277HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' > "$out/corpus_http/seed"
+log="$out/fuzz_http.log"
+if ! (cd "$out" && "$bin" -max_total_time="$seconds" -max_len=4096 "$out/corpus_http" >"$log" 2>&1); then
+  grep -m1 -B2 -A20 "Fatal error\|ERROR: AddressSanitizer\|ERROR: libFuzzer" "$log" | head -40
+  echo "fuzz: http crashed (input saved in $out)" >&2
+  exit 1
+fi
+runs=$(grep -oE 'Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' || echo 0)
+total_runs=$((total_runs + runs))
+echo "fuzz: http: $runs runs in ${seconds}s, 0 crashes"
 echo "fuzz: $total_runs runs, 0 crashes"

@@ -119,8 +119,15 @@ for c in P[1].values():
     tot.update(c)
 print(f"# {len(P[0])} test cases: {dict(tot)}")
 
+import glob
 # ---- the preloaded run's logs
-logs = load_dir("logs")
+# test_asyncio's test_kill_issue43884 SIGKILLs `sh -c 'sleep 1; sleep 1'` after 1 s, the moment
+# that shell's first sample is due: if the kill lands between the log's creation and its first
+# write, the file stays empty (whole lines or nothing, as promised). One such file is allowed.
+paths = sorted(glob.glob("logs/*.ndjson"))
+empty = [p for p in paths if os.path.getsize(p) == 0]
+expect(len(empty) <= 1, f"empty logs: {empty}")
+logs = [load_file(os.path.abspath(p)) for p in paths if p not in empty]
 mains = [l for l in logs if l.start["argv"][1:3] == ["-m", "test"]]
 main = one(mains, "log of the python -m test main process")
 workers = {}
