@@ -164,19 +164,20 @@ static void flush_locked(int final, int tid) {
     }
     // The rings, merged in time order: a connection names the host its address was resolved
     // from just before, so a lookup must be seen before the connect that followed it; and the
-    // bytes of a connection come between its open and close events.
+    // bytes of a connection come between its open and close events. A ring found empty is
+    // polled again before each choice, events first, then captured bytes, then lookups: what
+    // an event depends on (a close on its connection's bytes, an open on its lookup) was
+    // pushed before it, so it is visible to the polls that follow. (Bytes that outrun their
+    // open event are kept by the aggregator until it comes.)
     static wj_event ev;
     static wj_dns_event dns;
     static wj_payload payload;
-    int have_payload = wj_ring_pop(&wj_payload_ring, &payload);
-    int have_ev = wj_ring_pop(&wj_event_ring, &ev);
-    int have_dns = wj_ring_pop(&wj_dns_ring, &dns);
-    while (have_ev || have_dns || have_payload) {
-        // A ring found empty is asked again before anything is taken from another: an event
-        // pushed into it just now may precede (and belong before) the heads of the others,
-        // such as a connection's open event and its first bytes.
+    int have_ev = 0, have_payload = 0, have_dns = 0;
+    for (;;) {
         if (!have_ev) have_ev = wj_ring_pop(&wj_event_ring, &ev);
+        if (!have_payload) have_payload = wj_ring_pop(&wj_payload_ring, &payload);
         if (!have_dns) have_dns = wj_ring_pop(&wj_dns_ring, &dns);
+        if (!have_ev && !have_payload && !have_dns) break;
         uint64_t t_ev = have_ev ? event_time(&ev) : UINT64_MAX;
         uint64_t t_dns = have_dns ? dns.t_end : UINT64_MAX;
         uint64_t t_payload = have_payload ? payload.t : UINT64_MAX;

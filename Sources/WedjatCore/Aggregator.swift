@@ -36,6 +36,8 @@ final class OpenConnection {
     var plain: HTTP1Stream?
     var published: [Int32: UInt64] = [:]   // conn_want offsets already told, by stream
     var requests = 0
+    var payloads = 0                        // capture slots seen
+    var stateBeforeFinish: HTTP1State?
     init(event: wj_event, host: ResolvedNames.Match?) {
         self.event = event
         self.host = host
@@ -62,6 +64,7 @@ public final class Aggregator {
     public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
     private var budget: RecordBudget
     private var early: [UInt64: [wj_payload]] = [:]
+    public private(set) var earlyStashed = 0
     private var summaries: [HTTPSummaryKey: HTTPSummaryEntry] = [:]
     private var lastSummaryMono: UInt64 = 0
     static let summaryIntervalNs: UInt64 = 10_000_000_000
@@ -110,7 +113,7 @@ public final class Aggregator {
                 if known.event.role == UInt8(WJ_ROLE_PAIR) && ev.bytes_in == 0 && ev.bytes_out == 0 { return }
                 finishHTTP(known, close: ev, mono: ev.t_end)
                 connection(open: known.event, host: known.host, close: ev, closeMono: ev.t_end, tid: ev.tid,
-                           error: ev.err, atExit: false, requests: known.requests)
+                           error: ev.err, atExit: false, requests: known.requests, httpConn: known)
             } else {
                 // The open event was lost (ring full) or not kept (table full): still report
                 // what the close carries rather than nothing.
@@ -128,11 +131,11 @@ public final class Aggregator {
     // Bytes of a connection, for its HTTP parser.
     public func handlePayload(_ p: UnsafePointer<wj_payload>) {
         guard let conn = open[p.pointee.conn_id] else {
-            // Its open event is still on its way: another thread took the open's time first
-            // but pushed it later. Keep a few until it comes (dropped at the next flush).
-            if early.count < 64 || early[p.pointee.conn_id] != nil, early[p.pointee.conn_id, default: []].count < 32 {
-                early[p.pointee.conn_id, default: []].append(p.pointee)
-            }
+            // Its open event is still on its way (pushed just after the agent polled the event
+            // ring). Keep them until it comes: at most 32 slots for each of 64 connections.
+            if early[p.pointee.conn_id] == nil && early.count >= 64 { early.removeAll() }  // bounded
+            if early[p.pointee.conn_id, default: []].count < 32 { early[p.pointee.conn_id, default: []].append(p.pointee) }
+            earlyStashed += 1
             return
         }
         guard (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
@@ -145,6 +148,7 @@ public final class Aggregator {
             stream = HTTP1Stream(role: role, redaction: context.redaction)
             if plain { conn.plain = stream } else { conn.raw = stream }
         }
+        conn.payloads += 1
         let dir: HTTPDirection = (p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in
         let len = Int(min(p.pointee.len, UInt32(MemoryLayout.size(ofValue: p.pointee.data))))
         withUnsafeBytes(of: p.pointee.data) { data in
@@ -170,6 +174,7 @@ public final class Aggregator {
     // how far its streams went: a body whose last captured slot was dropped (a full ring)
     // still ends, at the connection's last I/O.
     private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
+        conn.stateBeforeFinish = (conn.plain ?? conn.raw)?.state
         for (stream, tls) in [(conn.raw, false), (conn.plain, true)] {
             guard let stream else { continue }
             if let close {
@@ -223,11 +228,10 @@ public final class Aggregator {
                 let live = openCounters(conn.event.conn_slot, conn.event.conn_id)
                 finishHTTP(conn, close: live, mono: endMono)
                 connection(open: conn.event, host: conn.host, close: live, closeMono: endMono, tid: Int32(tid),
-                           error: live?.err ?? 0, atExit: true, requests: conn.requests)
+                           error: live?.err ?? 0, atExit: true, requests: conn.requests, httpConn: conn)
             }
             open.removeAll()
         }
-        early.removeAll()
         if lastSummaryMono == 0 { lastSummaryMono = endMono }
         if final || endMono &- lastSummaryMono >= Aggregator.summaryIntervalNs {
             writeSummaries(mono: endMono, tid: Int32(tid))
@@ -395,7 +399,7 @@ public final class Aggregator {
 
     // `close` carries the counters and phase times (a close event, or a live snapshot at exit).
     private func connection(open ev: wj_event, host: ResolvedNames.Match?, close: wj_event?, closeMono: UInt64,
-                            tid: Int32, error: Int32, atExit: Bool, requests: Int) {
+                            tid: Int32, error: Int32, atExit: Bool, requests: Int, httpConn: OpenConnection? = nil) {
         let phases = close.map { Phases($0) } ?? Phases()
         var ev = ev
         let path = withUnsafeBytes(of: &ev.path) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
@@ -451,7 +455,21 @@ public final class Aggregator {
         line.field("shutdown_ts", phases.shutdown != 0 ? context.epochMicros(phases.shutdown) : nil)
         line.field("bytes_in", close?.bytes_in ?? 0)
         line.field("bytes_out", close?.bytes_out ?? 0)
-        if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 { line.field("http_requests", requests) }
+        if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 {
+            line.field("http_requests", requests)
+            if requests == 0, let conn = httpConn {
+                // Why there is none: no byte captured, not HTTP, or a gap in needed bytes.
+                let why: String
+                switch conn.stateBeforeFinish {
+                case nil: why = conn.payloads == 0 ? "no_bytes" : "no_parser"
+                case .notHTTP?: why = "not_http"
+                case .desynced?: why = "desync"
+                case .detecting?: why = "incomplete"
+                default: why = "none"
+                }
+                line.field("http_none", why)
+            }
+        }
         if phases.hasTCPInfo {
             line.key("tcp_info")
             line.beginObject()
