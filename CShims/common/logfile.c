@@ -75,6 +75,7 @@ void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len) {
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
     memset(lf, 0, sizeof *lf);
     pthread_mutex_init(&lf->lock, NULL);
+    pthread_mutex_init(&lf->fd_lock, NULL);
     atomic_store(&lf->fd, -1);
     lf->max_bytes = max_bytes;
     lf->pid = wj_sys_getpid();
@@ -86,6 +87,7 @@ int wj_logfile_fd(wj_logfile *lf) { return atomic_load(&lf->fd); }
 void wj_logfile_reset_for_child(wj_logfile *lf, const char *path) {
     int fd = atomic_load(&lf->fd);
     pthread_mutex_init(&lf->lock, NULL);
+    pthread_mutex_init(&lf->fd_lock, NULL);
     if (fd >= 0 && !lf->lost) wj_sys_close(fd);  // the child's copy of the parent's fd
     uint64_t max = lf->max_bytes;
     wj_logfile_init(lf, path, max);
@@ -223,7 +225,11 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
         atomic_store(&lf->fd, -1);
         fd = -1;
     }
-    if (fd < 0) fd = open_log(lf);
+    if (fd < 0) {
+        pthread_mutex_lock(&lf->fd_lock);  // the new fd is low until moved high
+        fd = open_log(lf);
+        pthread_mutex_unlock(&lf->fd_lock);
+    }
     if (fd < 0) { drop(lf, len); goto out; }
 
     struct rlimit fs;
@@ -282,5 +288,5 @@ int wj_logfile_release_if(wj_logfile *lf, int fd) {
     return wj_logfile_release_range(lf, (unsigned)fd, (unsigned)fd);
 }
 
-void wj_logfile_lock_fds(wj_logfile *lf) { pthread_mutex_lock(&lf->lock); }
-void wj_logfile_unlock_fds(wj_logfile *lf) { pthread_mutex_unlock(&lf->lock); }
+void wj_logfile_lock_fds(wj_logfile *lf) { pthread_mutex_lock(&lf->fd_lock); }
+void wj_logfile_unlock_fds(wj_logfile *lf) { pthread_mutex_unlock(&lf->fd_lock); }

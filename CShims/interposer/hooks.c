@@ -458,12 +458,22 @@ WJ_EXPORT int dup(int fd) { return duplicated(fd, WJ_REAL(dup)(fd)); }
 
 WJ_EXPORT int dup2(int oldfd, int newfd) {
     replacing(oldfd, newfd);
-    return duplicated(oldfd, WJ_REAL(dup2)(oldfd, newfd));
+    int locked = wj_lock_app_fds();
+    int r = WJ_REAL(dup2)(oldfd, newfd);
+    int err = errno;
+    wj_unlock_app_fds(locked);
+    errno = err;
+    return duplicated(oldfd, r);
 }
 
 WJ_EXPORT int dup3(int oldfd, int newfd, int flags) {
     replacing(oldfd, newfd);
-    return duplicated(oldfd, WJ_REAL(dup3)(oldfd, newfd, flags));
+    int locked = wj_lock_app_fds();
+    int r = WJ_REAL(dup3)(oldfd, newfd, flags);
+    int err = errno;
+    wj_unlock_app_fds(locked);
+    errno = err;
+    return duplicated(oldfd, r);
 }
 
 // fcntl's third argument is an int or a pointer, passed in the same register either way.
@@ -486,8 +496,10 @@ WJ_EXPORT int fcntl64(int fd, int cmd, ...) { WJ_FCNTL(WJ_REAL(fcntl64)); }
 WJ_EXPORT int close_range(unsigned int lo, unsigned int hi, int flags) {
     if (flags & CLOSE_RANGE_CLOEXEC) return WJ_REAL(close_range)(lo, hi, flags);
     if (lo <= hi) wj_logfile_release_range(&wj_proc.log, lo, hi);
+    int locked = wj_lock_app_fds();
     int r = WJ_REAL(close_range)(lo, hi, flags);
     int err = errno;
+    wj_unlock_app_fds(locked);
     if (r == 0 && wj_enter()) {
         wj_close_tracked_range(lo, hi);
         wj_leave();
@@ -504,8 +516,12 @@ WJ_EXPORT void closefrom(int lo) {
         wj_close_tracked_range((unsigned)lo, ~0u);
         wj_leave();
     }
+    int locked = wj_lock_app_fds();
     errno = err;
     WJ_REAL(closefrom)(lo);
+    err = errno;
+    wj_unlock_app_fds(locked);
+    errno = err;
 }
 
 // ---------------------------------------------------------------- process life

@@ -161,6 +161,8 @@ WJ_HIDDEN extern int wj_disabled;   // AT_SECURE, WEDJAT_DISABLE, or init failur
 // not already inside wedjat on this thread, not in a vfork child. Pair with wj_leave().
 WJ_HIDDEN int wj_enter(void);
 WJ_HIDDEN void wj_leave(void);
+WJ_HIDDEN int wj_lock_app_fds(void);          // see state.c
+WJ_HIDDEN void wj_unlock_app_fds(int locked);
 WJ_HIDDEN int wj_enter_ending(void);  // wj_enter for exit paths: also from inside a hook (signal handler)
 
 WJ_HIDDEN void wj_push(wj_event *ev);          // fills tid; drops and counts when full

@@ -107,6 +107,24 @@ int wj_enter(void) {
 
 void wj_leave(void) { wj_thread_flags &= ~WJ_T_INSIDE; }
 
+// Around the app's close_range, closefrom, dup2 and dup3: they name fd numbers, which must not
+// be one wedjat holds for a moment (its /proc reads, the log's creation). Not in wedjat's own
+// thread, a vfork child (it shares our memory: a lock it took would stay taken), or a hook
+// interrupted by a signal handler (the thread may hold the lock itself).
+int wj_lock_app_fds(void) {
+    int f = wj_thread_flags;
+    if (atomic_load_explicit(&wj_init_state, memory_order_acquire) != 2 || wj_disabled ||
+        (f & (WJ_T_INSIDE | WJ_T_INTERNAL)))
+        return 0;
+    if (WJ_UNLIKELY(f & WJ_T_VFORK) && vfork_child()) return 0;
+    pthread_mutex_lock(&wj_proc.log.fd_lock);
+    return 1;
+}
+
+void wj_unlock_app_fds(int locked) {
+    if (locked) pthread_mutex_unlock(&wj_proc.log.fd_lock);
+}
+
 // For the paths that end the process (_exit, abort, ...): they may run in a signal handler
 // that interrupted a hook of ours on this thread, and the process still needs its end.
 int wj_enter_ending(void) {
@@ -165,10 +183,12 @@ static void atfork_prepare(void) {
     if (wj_disabled) return;
     wj_agent_atfork_prepare();
     pthread_mutex_lock(&wj_proc.log.lock);
+    pthread_mutex_lock(&wj_proc.log.fd_lock);
 }
 
 static void atfork_parent(void) {
     if (wj_disabled) return;
+    pthread_mutex_unlock(&wj_proc.log.fd_lock);
     pthread_mutex_unlock(&wj_proc.log.lock);
     wj_agent_atfork_parent();
 }

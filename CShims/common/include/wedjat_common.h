@@ -205,6 +205,9 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp);
 
 typedef struct wj_logfile {
     pthread_mutex_t lock;      // held only around check+write, and by hooks touching fd
+    pthread_mutex_t fd_lock;   // held while wedjat has a transient fd (a /proc read, the log's
+                               // creation) and by the app's close_range/closefrom/dup2/dup3,
+                               // so those never hit a number wedjat holds for a moment
     _Atomic int fd;            // -1 when not open
     int lost;                  // set by hooks when the app closed/dup2'd over fd
     int failed;                // creation failed for good (bad dir): stop trying
@@ -240,8 +243,9 @@ int wj_logfile_release_if(wj_logfile *lf, int fd);
 // Same for a range [lo, hi] (close_range/closefrom).
 int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi);
 // Held around any moment wedjat has an fd of its own open besides the log (reading /proc,
-// loading the agent), so that the app's close_range/closefrom cannot close it meanwhile.
-// Never call wj_logfile_write while holding it.
+// loading the agent), so that the app's close_range/closefrom/dup2/dup3 (which take it around
+// the real call) cannot close or replace it meanwhile. Never call wj_logfile_write while
+// holding it.
 void wj_logfile_lock_fds(wj_logfile *lf);
 void wj_logfile_unlock_fds(wj_logfile *lf);
 // Create dir (0700) if missing and check it is a directory we own and others cannot write.
