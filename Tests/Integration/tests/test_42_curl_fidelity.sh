@@ -241,8 +241,9 @@ for key, v in sorted(diffs.items()):
     if key[2].endswith("_300ms"):
         # The server's own 300 ms sleep overshoots when the machine is busy (curl sees the same
         # wait: the "wait" comparison above, within microseconds). Here: its median within 5 ms,
-        # and never a first byte sooner than the hold.
-        expect(min(v) >= -1000, f"{key}: a response came {-min(v)} us before the 300 ms hold ended")
+        # and no wait much shorter than the hold. (A write's time is taken when the call
+        # returns: a client descheduled just then shows a wait shortened by that delay.)
+        expect(min(v) >= -5000, f"{key}: a response came {-min(v)} us before the 300 ms hold ended")
         continue
     expect(len(out) <= 0.1 * len(v), f"{key}: {len(out)} of {len(v)} requests outside the tolerance: {out[:3]}")
 n = collections.Counter((r["scheme"], r["path"]) for r in rows)
