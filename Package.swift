@@ -31,8 +31,12 @@ let package = Package(
         .target(name: "WedjatCore", dependencies: ["CWedjatCommon"], swiftSettings: agentSwiftFlags),
         // libwedjat-agent.so's entry point (wedjat_agent_init) and glue to WedjatCore.
         .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon"], swiftSettings: agentSwiftFlags),
+        // libelf and libdw (elfutils) for the symbolizer, and libstdc++'s C++ demangler.
+        .systemLibrary(name: "CElfutils", path: "Sources/CElfutils"),
+        // Stall stacks: return addresses -> function+offset, file:line, from the binaries on disk.
+        .target(name: "WedjatSymbols", dependencies: ["CElfutils"]),
         // Post-run analysis: log reader, process tree, report. Foundation is fine here.
-        .target(name: "WedjatAnalysis", dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")]),
+        .target(name: "WedjatAnalysis", dependencies: ["WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")]),
         .executableTarget(name: "WedjatCLI", dependencies: [
             "WedjatAnalysis",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -40,7 +44,7 @@ let package = Package(
         // Benchmark of the HTTP/1.x parser (scripts/bench/http_parse.sh).
         .executableTarget(name: "WedjatHTTPBench", dependencies: ["WedjatCore"]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
-        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis"], exclude: ["Fixtures", "Golden"]),
+        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols"], exclude: ["Fixtures", "Golden"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -22,6 +22,23 @@ have unshare || need+=(util-linux)
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || need+=(libjemalloc2)
 gcc -print-file-name=libtsan.so | grep -q / || need+=(libtsan2)
 [ -e "$(gcc -print-file-name=libc.a)" ] || need+=(libc6-dev)
+have g++ || need+=(g++)
+# Stacks: libunwind is dlopen'ed by libwedjat.so; the CLI symbolizes with libelf/libdw.
+[ -e /usr/lib/x86_64-linux-gnu/libunwind.so.8 ] || need+=(libunwind8)
+[ -e /usr/include/libunwind.h ] || need+=(libunwind-dev)
+[ -e /usr/include/elfutils/libdwfl.h ] || need+=(libdw-dev)
+[ -e /usr/include/libelf.h ] || need+=(libelf-dev)
+# The HTML report is rendered in headless Chromium by its test.
+have chromium || need+=(chromium)
+# Real consumers of the exports: OTLP protobuf classes, Perfetto's trace processor, JSON Schema.
+pyneed=()
+python3 -c "import opentelemetry.proto" 2>/dev/null || pyneed+=(opentelemetry-proto)
+python3 -c "import perfetto.trace_processor" 2>/dev/null || pyneed+=(perfetto)
+python3 -c "import jsonschema" 2>/dev/null || pyneed+=(jsonschema)
+if [ ${#pyneed[@]} -gt 0 ]; then
+    echo "deps: pip installing ${pyneed[*]}" >&2
+    python3 -m pip install -q --disable-pip-version-check "${pyneed[@]}" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
+fi
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "deps: installing ${need[*]}" >&2
 sudo=""

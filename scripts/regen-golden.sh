@@ -4,6 +4,10 @@
 #   Fixtures/run1 -> Golden/report.txt, report.json   (processes, connections, tree)
 #   Fixtures/http -> Golden/http.txt, http.json       (http, http_summary, TLS, UDP, unix)
 #   Fixtures/vitals -> Golden/vitals.txt, vitals.json (sample, startup: VITALS, STARTUP)
+#   Fixtures/stalls -> Golden/stalls.txt, stalls.json (stall, modules, loops: STALLS)
+#   (Golden/stalls.folded comes from programs compiled at test time: WEDJAT_REGEN_GOLDEN=1
+#   swift test --filter StallReportTests/testFoldedGolden)
+#   Fixtures/export -> Golden/export/fixture.{har,trace.json,otlp.jsonl} (wedjat export)
 # Run from the test directory with a relative path, so the paths in the reports are the
 # portable "Fixtures/<name>/..." the tests expect. Review the diff afterwards: a golden file
 # only proves that the output did not change, not that it is right (the tests also pin
@@ -22,6 +26,11 @@ cd Tests/WedjatAnalysisTests
 "$cli" report --format json Fixtures/http > Golden/http.json
 "$cli" report --color never Fixtures/vitals > Golden/vitals.txt
 "$cli" report --format json Fixtures/vitals > Golden/vitals.json
+"$cli" report --color never Fixtures/stalls > Golden/stalls.txt
+"$cli" report --format json Fixtures/stalls > Golden/stalls.json
+mkdir -p Golden/export
+"$cli" export --har Golden/export/fixture.har --chrome-trace Golden/export/fixture.trace.json \
+    --otlp-json Golden/export/fixture.otlp.jsonl Fixtures/export 2>/dev/null
 cd "$root"
 git diff --stat -- Tests/WedjatAnalysisTests/Golden 2>/dev/null || true
 echo "regenerated Tests/WedjatAnalysisTests/Golden/{report,http,vitals}.{txt,json}"

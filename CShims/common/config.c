@@ -76,6 +76,7 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     cfg->redact = WJ_REDACT_ALL;
     cfg->http_records = 200;
     cfg->sample_ms = 1000;
+    cfg->stall_ms = 250;
     snprintf(cfg->dir, sizeof cfg->dir, "/tmp/wedjat-%u", uid);
 
     static const char *const yes[] = {"1", "true", "yes", "on", 0};
@@ -128,6 +129,7 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     int_setting(cfg, lookup, ctx, "WEDJAT_FLUSH_MS", 10, 60000, &cfg->flush_ms);
     int_setting(cfg, lookup, ctx, "WEDJAT_MAX_CONNECTIONS", 16, 1048576, &cfg->max_connections);
     int_setting(cfg, lookup, ctx, "WEDJAT_LOG_MAX_MB", 1, 1048576, &cfg->log_max_mb);
+    int_setting(cfg, lookup, ctx, "WEDJAT_STALL_MS", 0, 3600000, &cfg->stall_ms);
 
     // 0 turns sampling off; below 100 ms the kernel's 10 ms CPU ticks make the numbers noise.
     v = lookup("WEDJAT_SAMPLE_MS", ctx);
@@ -143,7 +145,7 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
     static const char *const known[] = {
         "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
         "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", "WEDJAT_HTTP",
-        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", "WEDJAT_SAMPLE_MS", 0};
+        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", "WEDJAT_SAMPLE_MS", "WEDJAT_STALL_MS", 0};
     if (!envp) return;
     for (; *envp; envp++) {
         const char *e = *envp;

@@ -53,9 +53,9 @@ static char agent_error[256];
 static int agent_error_reported;
 
 // Records written by C, and the output buffer they go through (used under agent_lock only).
-enum { C_START, C_FORK, C_DROPS, C_EXEC_FAILED, C_WARNING, C_STARTUP, C_SAMPLE, C_END, C_TYPES };
+enum { C_START, C_FORK, C_DROPS, C_EXEC_FAILED, C_WARNING, C_STARTUP, C_SAMPLE, C_STALL, C_MODULES, C_END, C_TYPES };
 static const char *const c_type_names[C_TYPES] = {"process_start", "fork", "drops", "exec_failed", "warning",
-                                                  "startup", "sample", "process_end"};
+                                                  "startup", "sample", "stall", "modules", "process_end"};
 static uint64_t c_written[C_TYPES], c_pending[C_TYPES];
 static uint64_t c_dropped_records;
 static uint64_t reported_drop_events, reported_drop_records;
@@ -216,6 +216,13 @@ static void flush_locked(int final, int tid) {
         append(C_WARNING, format_warning(agent_error));
     }
     if (wj_vitals_startup_due(final)) append(C_STARTUP, wj_vitals_format_startup(line_buf, sizeof line_buf));
+    // Stalls that ended (with the module map they need first); at the end, those going on.
+    if (final) wj_stalls_final();
+    for (int is_modules;;) {
+        size_t len = wj_stalls_next_record(line_buf, sizeof line_buf, &is_modules);
+        if (!len) break;
+        append(is_modules ? C_MODULES : C_STALL, len == (size_t)-1 ? 0 : len);
+    }
     // The last sample of the image: what it used since the previous one.
     if (final && wj_proc.config.sample_ms > 0)
         append(C_SAMPLE, wj_vitals_sample(line_buf, sizeof line_buf, 1, atomic_load(&wj_agent_tid)));
@@ -294,13 +301,33 @@ static void *agent_main(void *arg) {
             int sampling = atomic_load(&agent_state) == AGENT_SAMPLING;
             long ms = !sampling && idle_rounds <= 5 ? 20 : wj_proc.config.flush_ms;
             uint64_t due = wj_vitals_next_due();
+            uint64_t now = wj_now_ns();
             if (due) {
-                uint64_t now = wj_now_ns();
                 long until = due > now ? (long)((due - now + 999999) / 1000000) : 0;
                 if (until < ms) ms = until;
             }
-            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-            if (ms > 0) futex(&wake_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+            // The stall watchdog's next round, to the microsecond: a threshold crossing is
+            // sampled when it happens.
+            uint64_t wait_ns = (uint64_t)ms * 1000000ull;
+            uint64_t stall_due = wj_stalls_next_due();
+            if (stall_due) {
+                uint64_t until = stall_due > now ? stall_due - now : 0;
+                if (until < wait_ns) wait_ns = until;
+            }
+            struct timespec ts = {(time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull)};
+            if (wait_ns > 0) futex(&wake_word, FUTEX_WAIT_PRIVATE, seen, &ts);
+            if (wj_stall_ns) {
+                wj_stalls_watch();
+                if (wj_stalls_ready() && atomic_load(&agent_gen) == gen) {
+                    pthread_mutex_lock(&agent_lock);
+                    if (atomic_load(&agent_gen) == gen && !atomic_load(&final_requested)) flush_locked(0, 0);
+                    pthread_mutex_unlock(&agent_lock);
+                }
+                // Not a flush round yet: only the watchdog was due.
+                if (wj_now_ns() < now + (uint64_t)ms * 1000000ull && !atomic_load(&final_requested) &&
+                    atomic_load(&wake_word) == seen)
+                    continue;
+            }
             // The first event made the sampler the full agent: its first drain comes 20 ms
             // later, as from a thread that event would have started, so the agent does not
             // compete for the CPU with a program that is just starting its work.
@@ -432,6 +459,25 @@ static void reserve_fd_table(void) {
         }
     }
     wj_logfile_unlock_fds(&wj_proc.log);
+}
+
+// A loop thread or a blocked call needs the stall watchdog, which is the agent thread: start it
+// even when sampling is off.
+void wj_agent_start_watch(void) {
+    if (wj_disabled || atomic_load(&finished) || atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_NONE)
+        return;
+    int expected = AGENT_NONE;
+    if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_SAMPLING)) return;
+    int err = errno;
+    reserve_fd_table();
+    errno = err;
+    start_thread();
+}
+
+void wj_agent_nudge_stall(void) {
+    int err = errno;
+    wake_agent();
+    errno = err;
 }
 
 // main() is about to run, or a forked child begins: a process that lives past one interval

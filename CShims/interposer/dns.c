@@ -53,9 +53,14 @@ static int is_numeric(const char *name) {
     return !name || inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
 }
 
+// The lookups that block their caller (WJ_DNS_* order); UDP queries the app sent itself do not.
+static const char *const api_names[] = {"", "getaddrinfo", "gethostbyname", "gethostbyaddr", "getnameinfo"};
+
 static void finish(wj_dns_event *ev, int error) {
     ev->t_end = wj_now_ns();
     ev->error = error;
+    if (WJ_UNLIKELY(wj_stall_ns) && ev->t_end - ev->t_start >= wj_stall_ns && ev->api < sizeof api_names / sizeof *api_names)
+        wj_stall_blocked(api_names[ev->api], -1, 0, ev->name, ev->t_start, ev->t_end, 0);
     wj_push_dns(ev);
     wj_agent_ensure_started();
 }

@@ -84,9 +84,22 @@ static inline void count_io(int fd, int dir, uint64_t n, const void *buf, const 
 #define WJ_NOBUF 0, 0, 0
 
 #define WJ_HOOK(ret, name, params, args)
+// A read on a blocking client socket that took longer than the stall threshold.
+static void blocking_end(const char *call, int fd, uint64_t start, int failed) {
+    int err = errno;
+    uint64_t end = wj_now_ns();
+    if (end - start >= wj_stall_ns && wj_enter()) {
+        wj_stall_blocked(call, fd, 0, 0, start, end, failed ? err : 0);
+        wj_leave();
+    }
+    errno = err;
+}
+
 #define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir, counted, bufs) \
     WJ_EXPORT ret name params {                                         \
+        uint64_t t_block_ = wj_blocking_begin(fdexpr, dir);             \
         ret r = WJ_REAL(name) args;                                     \
+        if (WJ_UNLIKELY(t_block_)) blocking_end(#name, fdexpr, t_block_, r < 0); \
         if (r > 0) {                                                    \
             if (counted) count_io(fdexpr, dir, (uint64_t)r, bufs);      \
         } else if (WJ_UNLIKELY(r < 0)) {                                \
@@ -265,6 +278,7 @@ WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
         if (!ev.err) {
             sock_name(fd, &ev.local, 0, 0);
             wj_conn *c = track(fd, &ev);  // ends a stale entry first
+            if (c) WJ_STORE(c->nonblock, (uint8_t)nonblocking);
             if (c && r != 0) {
                 atomic_fetch_add(&wj_connecting_count, 1);
                 WJ_STORE(c->connecting, 1);
@@ -278,6 +292,7 @@ WJ_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
             wj_agent_ensure_started();
         }
     }
+    if (!nonblocking && !pending && !udp) wj_stall_blocked("connect", fd, addr, 0, t_start, t_end, connect_error(r, err));
     wj_leave();
     errno = err;
     return r;
@@ -476,6 +491,12 @@ WJ_EXPORT int dup3(int oldfd, int newfd, int flags) {
     return duplicated(oldfd, r);
 }
 
+// Reads on a socket known to be non-blocking are not timed for blocked stalls.
+static void note_nonblock(int fd, long flags) {
+    wj_conn *c = wj_fd_conn(fd);
+    if (c) WJ_STORE(c->nonblock, (uint8_t)((flags & O_NONBLOCK) != 0));
+}
+
 // fcntl's third argument is an int or a pointer, passed in the same register either way.
 #define WJ_FCNTL(real)                                                       \
     va_list ap;                                                              \
@@ -484,6 +505,7 @@ WJ_EXPORT int dup3(int oldfd, int newfd, int flags) {
     va_end(ap);                                                              \
     int r = real(fd, cmd, arg);                                              \
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return duplicated(fd, r);  \
+    if (cmd == F_SETFL && r == 0) note_nonblock(fd, (long)arg);              \
     return r
 
 WJ_EXPORT int fcntl(int fd, int cmd, ...) { WJ_FCNTL(WJ_REAL(fcntl)); }

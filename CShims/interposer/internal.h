@@ -93,6 +93,7 @@ typedef struct wj_conn {
     _Atomic uint64_t t_tls_start, t_tls_end;
     _Atomic uint64_t dns_query[2];  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
     _Atomic uint8_t dns53;          // a UDP socket whose peer is port 53
+    _Atomic uint8_t nonblock;       // known O_NONBLOCK (connect, fcntl F_SETFL): reads cannot block
     char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
 } wj_conn;
 
@@ -242,6 +243,34 @@ WJ_HIDDEN int wj_vitals_startup_due(int final);
 WJ_HIDDEN size_t wj_vitals_format_startup(char *buf, size_t cap);
 WJ_HIDDEN void wj_agent_start_sampler(void);
 WJ_HIDDEN int wj_agent_threads_alive(void);   // wedjat threads in this process (0 or 1; 2 briefly)
+
+// Stalls (stalls.c). The wait wrappers bracket the real wait; blocking hooks report a call that
+// took longer than the threshold with wj_stall_blocked (on the calling thread, after the call).
+WJ_HIDDEN extern uint64_t wj_stall_ns;   // WEDJAT_STALL_MS in ns, 0 = off
+enum { WJ_WAIT_POLL = 1, WJ_WAIT_PPOLL, WJ_WAIT_SELECT, WJ_WAIT_PSELECT, WJ_WAIT_EPOLL_WAIT, WJ_WAIT_EPOLL_PWAIT,
+       WJ_WAIT_EPOLL_PWAIT2 };
+WJ_HIDDEN void wj_wait_begin(void);
+WJ_HIDDEN void wj_wait_end(int call);
+WJ_HIDDEN void wj_stall_blocked(const char *call, int fd, const struct sockaddr *peer, const char *host,
+                                uint64_t start, uint64_t end, int err);
+WJ_HIDDEN uint64_t wj_stalls_watch(void);        // the watchdog's round; returns its next due time
+WJ_HIDDEN uint64_t wj_stalls_next_due(void);
+WJ_HIDDEN int wj_stalls_ready(void);
+WJ_HIDDEN void wj_stalls_final(void);
+WJ_HIDDEN size_t wj_stalls_next_record(char *buf, size_t cap, int *is_modules);
+WJ_HIDDEN void wj_stalls_loops_json(wj_json *j, uint64_t now);
+WJ_HIDDEN void wj_stalls_init(void);
+WJ_HIDDEN uint64_t wj_stalls_lost(void);       // stalls not recorded: no buffer free, no loop slot
+WJ_HIDDEN void wj_stalls_atfork_child(void);
+WJ_HIDDEN void wj_agent_start_watch(void);       // the agent thread, even with sampling off
+WJ_HIDDEN void wj_agent_nudge_stall(void);       // wake it: a stall record is ready
+// Blocking reads on client sockets are timed for blocked stalls: the start time, or 0.
+static inline uint64_t wj_blocking_begin(int fd, int dir) {
+    if (dir != WJ_IN || WJ_LIKELY(!wj_stall_ns)) return 0;
+    wj_conn *c = wj_fd_conn(fd);
+    if (!c || WJ_LOAD(c->role) != WJ_ROLE_CLIENT || WJ_LOAD(c->nonblock)) return 0;
+    return wj_now_ns();
+}
 
 // Called from the vfork trampoline: marks this thread so hooks run in the child pass
 // straight through; returns the real vfork.

@@ -229,6 +229,7 @@ size_t wj_format_process_start(char *buf, size_t cap) {
     wj_json_int(&j, "capture_bytes", wj_proc.config.capture_bytes);
     wj_json_int(&j, "http_records", wj_proc.config.http_records);
     wj_json_int(&j, "sample_ms", wj_proc.config.sample_ms);
+    wj_json_int(&j, "stall_ms", wj_proc.config.stall_ms);
     wj_json_begin_array(&j, "redact");
     if (wj_proc.config.redact & WJ_REDACT_QUERY) wj_json_str(&j, 0, "query");
     if (wj_proc.config.redact & WJ_REDACT_USERINFO) wj_json_str(&j, 0, "userinfo");
@@ -302,5 +303,7 @@ size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const
     // Captured bytes the HTTP parser never saw (its ring was full): exchanges they cut short
     // are http records with error "desync"; those within skipped bodies cost nothing.
     wj_json_uint(&j, "capture_dropped", wj_ring_dropped(&wj_payload_ring));
+    uint64_t stalls_lost = wj_stalls_lost();
+    if (stalls_lost) wj_json_uint(&j, "stalls_lost", stalls_lost);
     return done(&j);
 }

@@ -209,6 +209,7 @@ static void atfork_child(void) {
     wj_proc.has_exit_status = 0;
     wj_proc.main_mono_ns = 0;
     wj_logfile_reset_for_child(&wj_proc.log, wj_proc.log_path);
+    wj_stalls_atfork_child();
     wj_agent_atfork_child();
     wj_thread_flags &= ~WJ_T_INSIDE;
 }
@@ -263,6 +264,7 @@ static void wj_init(void) {
         set_image_identity();
         wj_logfile_init(&wj_proc.log, wj_proc.log_path, (uint64_t)wj_proc.config.log_max_mb << 20);
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        wj_stalls_init();
         warn_config_once();
     }
     atomic_store(&wj_init_state, 2);

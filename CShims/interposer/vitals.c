@@ -659,6 +659,7 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
         }
         if (fds >= 0) wj_json_int(&j, "fds", fds); else wj_json_null(&j, "fds");
     }
+    wj_stalls_loops_json(&j, wj_now_ns());
 
     wj_json_begin_object(&j, "ctx_switches");
     wj_json_uint(&j, "voluntary", (uint64_t)ru.ru_nvcsw);

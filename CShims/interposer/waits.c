@@ -1,6 +1,7 @@
-// The wait calls: poll, select and epoll. Today they tell when a non-blocking connect
-// completed (the socket turned writable and has a peer); when no connect is pending, the
-// wrappers cost one relaxed load.
+// The wait calls: poll, select and epoll. They tell when a non-blocking connect completed (the
+// socket turned writable and has a peer; when no connect is pending that costs one relaxed
+// load), and they are a loop thread's iterations: busy from a wait's return to the next wait
+// (stalls.c).
 #include "internal.h"
 #include <errno.h>
 #include <string.h>
@@ -31,28 +32,44 @@ static void after_poll(struct pollfd *fds, nfds_t n, int r) {
 
 WJ_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
     wj_note_ready(WJ_READY_POLL);
+    wj_wait_begin();
     int r = WJ_REAL(poll)(fds, n, timeout);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_POLL);
+    errno = err_;
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
     wj_note_ready(WJ_READY_POLL);
+    wj_wait_begin();
     int r = WJ_REAL(__poll_chk)(fds, n, timeout, fdslen);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_POLL);
+    errno = err_;
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
     wj_note_ready(WJ_READY_PPOLL);
+    wj_wait_begin();
     int r = WJ_REAL(ppoll)(fds, n, ts, mask);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_PPOLL);
+    errno = err_;
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
     wj_note_ready(WJ_READY_PPOLL);
+    wj_wait_begin();
     int r = WJ_REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_PPOLL);
+    errno = err_;
     after_poll(fds, n, r);
     return r;
 }
@@ -68,14 +85,22 @@ static void after_select(int n, fd_set *wr, int r) {
 
 WJ_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) {
     wj_note_ready(WJ_READY_SELECT);
+    wj_wait_begin();
     int r = WJ_REAL(select)(n, rd, wr, ex, tv);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_SELECT);
+    errno = err_;
     after_select(n, wr, r);
     return r;
 }
 
 WJ_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask) {
     wj_note_ready(WJ_READY_PSELECT);
+    wj_wait_begin();
     int r = WJ_REAL(pselect)(n, rd, wr, ex, ts, mask);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_PSELECT);
+    errno = err_;
     after_select(n, wr, r);
     return r;
 }
@@ -138,21 +163,33 @@ static void after_epoll(int epfd, struct epoll_event *evs, int r) {
 
 WJ_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
     wj_note_ready(WJ_READY_EPOLL_WAIT);
+    wj_wait_begin();
     int r = WJ_REAL(epoll_wait)(epfd, evs, max, timeout);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_EPOLL_WAIT);
+    errno = err_;
     after_epoll(epfd, evs, r);
     return r;
 }
 
 WJ_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
     wj_note_ready(WJ_READY_EPOLL_PWAIT);
+    wj_wait_begin();
     int r = WJ_REAL(epoll_pwait)(epfd, evs, max, timeout, mask);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_EPOLL_PWAIT);
+    errno = err_;
     after_epoll(epfd, evs, r);
     return r;
 }
 
 WJ_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask) {
     wj_note_ready(WJ_READY_EPOLL_PWAIT2);
+    wj_wait_begin();
     int r = WJ_REAL(epoll_pwait2)(epfd, evs, max, ts, mask);
+    int err_ = errno;
+    wj_wait_end(WJ_WAIT_EPOLL_PWAIT2);
+    errno = err_;
     after_epoll(epfd, evs, r);
     return r;
 }

@@ -27,6 +27,8 @@ public struct ProcessLog: Sendable {
     public var vitals = VitalsStats()
     /// The image's `startup` record (the first one, if a file had several).
     public var startup: StartupRecord?
+    /// `modules` records by `gen`: the address maps of this file's stalls (Stalls.swift).
+    public var modules: [Int: ModulesRecord] = [:]
     public var firstTs: Int64 = .max
     public var lastTs: Int64 = .min
     /// pid seen in records, for files whose process_start is missing.
@@ -112,6 +114,11 @@ public struct ProcessLog: Sendable {
         case .startup(let v):
             recordPid = recordPid ?? v.pid
             if startup == nil { startup = v }
+        case .stall(let v):
+            recordPid = recordPid ?? v.pid
+        case .modules(let m):
+            recordPid = recordPid ?? m.pid
+            modules[m.gen] = m
         }
     }
 }
@@ -123,19 +130,34 @@ public struct RunAnalysis: Sendable {
     public private(set) var peers: [PeerKey: PeerStats] = [:]
     public private(set) var http: [HTTPKey: HTTPStats] = [:]
     public private(set) var connectionStats = ConnectionStats()
+    /// The longest stalls of the run, the rest counted (Stalls.swift).
+    public private(set) var stalls = StallCollection()
+    /// Single requests for the HTML report's waterfall (a bounded selection).
+    public private(set) var requests = RequestCollector()
+    /// All exchanges together, and all lookups (`dns` records): the headline's percentiles.
+    public private(set) var ttfb = DurationStats()
+    public private(set) var durations = DurationStats()
+    public private(set) var dnsDurations = DurationStats()
+    public private(set) var slowest: SlowestRequests
     public private(set) var readerWarnings: [ReaderWarning] = []
     public private(set) var filesRead = 0
     private var index: [String: Int] = [:]
+    private var lastFile = "", lastIndex = -1
+    /// The host of each connection an `http` record of the current log named, until that
+    /// connection's record arrives (conn_ids are per log; files are read one after the other).
+    private var connectionHosts: [Int64: HTTPKey] = [:]
+    private var connectionHostsLog = -1
 
-    public init() {}
+    /// `slowest`: how many of the slowest exchanges to keep.
+    public init(slowest: Int = 10) { self.slowest = SlowestRequests(limit: slowest) }
 
     /// Reads `paths` (files or directories). Throws when there is nothing to report on; the
     /// failure carries the reader's warnings so the caller can show why.
-    public static func load(paths: [String], reader: LogReader = LogReader()) throws(LoadFailure) -> RunAnalysis {
-        var analysis = RunAnalysis()
+    public static func load(paths: [String], reader: LogReader = LogReader(), slowest: Int = 10) throws(LoadFailure) -> RunAnalysis {
+        var analysis = RunAnalysis(slowest: slowest)
         var reader = reader
         do {
-            try reader.read(paths: paths) { file, _, record in analysis.add(record, file: file) }
+            try reader.read(paths: paths) { file, line, record in analysis.add(record, file: file, line: line) }
         } catch {
             throw LoadFailure(error: error, warnings: reader.warnings)
         }
@@ -144,30 +166,67 @@ public struct RunAnalysis: Sendable {
         return analysis
     }
 
-    public mutating func add(_ record: Record, file: String) {
+    /// `line`: where the record is in `file` (1-based), for the slowest exchanges.
+    public mutating func add(_ record: Record, file: String, line: Int = 0) {
         let i: Int
-        if let known = index[file] {
+        if file == lastFile {
+            i = lastIndex
+        } else if let known = index[file] {
             i = known
         } else {
             i = logs.count
             index[file] = i
             logs.append(ProcessLog(path: file))
         }
+        lastFile = file
+        lastIndex = i
         logs[i].add(record)
+        requests.add(record, file: i)
         switch record {
         case .connection(let c):
             let key = PeerKey(c)
             peers[key, default: PeerStats(key: key)].add(c)
             connectionStats.add(c)
+            attribute(c, log: i)
+            slowest.add(connection: c, log: i)
         case .http(let h):
             let key = HTTPKey(h)
             http[key, default: HTTPStats(key: key)].add(h)
+            if let id = h.connId {
+                if connectionHostsLog != i { connectionHosts.removeAll(); connectionHostsLog = i }
+                if connectionHosts[id] == nil { connectionHosts[id] = key }
+            }
+            if let t = h.ttfbUs { ttfb.record(t) }
+            if let d = h.durationUs { durations.record(d) }
+            slowest.add(h, log: i, line: line)
         case .httpSummary(let s):
             let key = HTTPKey(s)
             http[key, default: HTTPStats(key: key)].add(s)
+            if let t = s.ttfbUs { ttfb.record(summary: t) }
+            if let d = s.durationUs { durations.record(summary: d) }
+        case .dns(let d):
+            if let us = d.durationUs { dnsDurations.record(us) }
+        case .stall(let s):
+            stalls.add(s, log: i)
+        case .modules:
+            stalls.forgetUnusedModules(of: &logs[i], log: i)
         default:
             break
         }
+    }
+}
+
+extension RunAnalysis {
+    /// Gives a connection to a host: the one its `http` records went to; else, unless it was a
+    /// clean connection without HTTP (a database, say), the host it was made to
+    /// (`HTTPKey(connection:)`), so that a connect that failed before any request still counts
+    /// against its host.
+    private mutating func attribute(_ c: ConnectionRecord, log: Int) {
+        var key: HTTPKey?
+        if connectionHostsLog == log, let id = c.connId { key = connectionHosts.removeValue(forKey: id) }
+        if key == nil, c.error != nil || (c.httpRequests ?? 1) > 0 { key = HTTPKey(connection: c) }
+        guard let key else { return }
+        http[key, default: HTTPStats(key: key)].add(connection: c)
     }
 }
 

@@ -6,7 +6,7 @@ public enum ConfigValidator {
     public static let knownVariables = [
         "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
         "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", "WEDJAT_HTTP", "WEDJAT_HTTP_RECORDS",
-        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_SAMPLE_MS",
+        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_SAMPLE_MS", "WEDJAT_STALL_MS",
     ]
 
     /// The library's limits: (name, lowest, highest, default).
@@ -16,6 +16,7 @@ public enum ConfigValidator {
         ("WEDJAT_LOG_MAX_MB", 1, 1_048_576, 256),
         ("WEDJAT_CAPTURE_BYTES", 0, 65536, 8192),
         ("WEDJAT_HTTP_RECORDS", 0, 1_000_000, 200),
+        ("WEDJAT_STALL_MS", 0, 3_600_000, 250),
     ]
 
     /// The library keeps 100 bytes of its path buffer for the file name.

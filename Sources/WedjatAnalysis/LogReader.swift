@@ -37,8 +37,9 @@ public enum LogReaderError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Streams NDJSON logs line by line: a file is read in fixed-size chunks, so memory stays
-/// bounded by the chunk size plus the longest line (itself capped), whatever the file size.
+/// Streams NDJSON logs line by line: a file is read in fixed-size chunks and each line is
+/// parsed in place (JSONDocument), so memory stays bounded by the chunk size plus the longest
+/// line (itself capped), whatever the file size.
 public struct LogReader {
     public var chunkSize: Int
     /// Longer lines are skipped (with a warning) instead of being buffered without limit.
@@ -46,9 +47,14 @@ public struct LogReader {
     /// Past this many warnings in one file, the rest are only counted: a file of garbage must
     /// not turn into a gigabyte of warnings.
     public var maxWarningsPerFile: Int
+    /// Called after every chunk with the bytes read so far over all files (a progress bar).
+    public var onProgress: ((Int64) -> Void)?
     public private(set) var warnings: [ReaderWarning] = []
     public private(set) var filesRead = 0
     public private(set) var recordsRead = 0
+    public private(set) var bytesRead: Int64 = 0
+    /// One parse buffer for every line.
+    private let document = JSONDocument()
 
     public init(chunkSize: Int = 256 * 1024, maxLineBytes: Int = 16 * 1024 * 1024, maxWarningsPerFile: Int = 100) {
         self.chunkSize = max(1, chunkSize)
@@ -87,10 +93,23 @@ public struct LogReader {
         return out
     }
 
+    /// The total size of `files` (for a progress bar); files that cannot be read count 0.
+    public static func totalBytes(_ files: [String]) -> Int64 {
+        files.reduce(0) { total, f in
+            var st = stat()
+            return total + (stat(f, &st) == 0 ? Int64(st.st_size) : 0)
+        }
+    }
+
     /// Reads every log under `paths`, calling `onRecord(file, line, record)` for each good record
     /// in file order. Throws only when there is nothing to report on.
     public mutating func read(paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
         let files = LogReader.logFiles(in: paths, warnings: &warnings)
+        try read(files: files, paths: paths, onRecord: onRecord)
+    }
+
+    /// `read(paths:)` on files already listed by `logFiles` (`paths` only names them in an error).
+    public mutating func read(files: [String], paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
         guard !files.isEmpty else { throw .noLogFiles(paths: paths) }
         for file in files { readFile(file, onRecord: onRecord) }
         guard recordsRead > 0 else { throw .noRecords(files: files.count) }
@@ -107,12 +126,15 @@ public struct LogReader {
         filesRead += 1
 
         var state = FileState(path: path)
-        var pending = Data()             // bytes of the current, not yet complete line
+        var pending: [UInt8] = []        // bytes of the current line, when it spans chunks
         var skippingLongLine = false
-        var chunk = [UInt8](repeating: 0, count: chunkSize)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { chunk.deallocate() }
+        let base = UnsafeRawPointer(chunk.baseAddress!)
+        var fileBytes = 0
 
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = Glibc.read(fd, chunk.baseAddress, chunkSize)
             if n < 0 {
                 if errno == EINTR { continue }
                 warnings.append(ReaderWarning(file: path, line: state.lineNo + 1,
@@ -120,41 +142,46 @@ public struct LogReader {
                 return
             }
             if n == 0 { break }
+            fileBytes += n
             var start = 0
             while start < n {
                 // memchr: the newline scan is the hot loop on big files.
-                let newline: Int? = chunk.withUnsafeBytes { buf in
-                    memchr(buf.baseAddress! + start, 0x0A, n - start).map { buf.baseAddress!.distance(to: UnsafeRawPointer($0)) }
-                }
-                guard let nl = newline else {
-                    if !skippingLongLine { pending.append(contentsOf: chunk[start..<n]) }
+                guard let found = memchr(base + start, 0x0A, n - start) else {
+                    if !skippingLongLine { pending.append(contentsOf: UnsafeRawBufferPointer(start: base + start, count: n - start)) }
                     if pending.count > maxLineBytes {
                         state.lineNo += 1
                         warn(&state, "line longer than \(maxLineBytes) bytes; skipped")
-                        pending = Data()
+                        pending = []
                         skippingLongLine = true
                     }
                     break
                 }
+                let nl = base.distance(to: UnsafeRawPointer(found))
                 if skippingLongLine {
                     // The rest of an over-long line: its warning was given when it grew too big.
                     skippingLongLine = false
                 } else {
                     state.lineNo += 1
                     if pending.isEmpty {
-                        handleLine(Data(chunk[start..<nl]), state: &state, complete: true, onRecord: onRecord)
+                        handleLine(UnsafeRawBufferPointer(start: base + start, count: nl - start), state: &state,
+                                   complete: true, onRecord: onRecord)
                     } else {
-                        pending.append(contentsOf: chunk[start..<nl])
-                        handleLine(pending, state: &state, complete: true, onRecord: onRecord)
+                        pending.append(contentsOf: UnsafeRawBufferPointer(start: base + start, count: nl - start))
+                        pending.withUnsafeBytes { handleLine($0, state: &state, complete: true, onRecord: onRecord) }
                         pending.removeAll(keepingCapacity: true)
                     }
                 }
                 start = nl + 1
             }
+            bytesRead += Int64(n)
+            onProgress?(bytesRead)
         }
         if !skippingLongLine, !pending.isEmpty {
             state.lineNo += 1
-            handleLine(pending, state: &state, complete: false, onRecord: onRecord)
+            pending.withUnsafeBytes { handleLine($0, state: &state, complete: false, onRecord: onRecord) }
+        }
+        if fileBytes == 0 {
+            warnings.append(ReaderWarning(file: path, line: nil, message: "empty file"))
         }
         if state.suppressed > 0 {
             warnings.append(ReaderWarning(file: path, line: nil,
@@ -182,43 +209,35 @@ public struct LogReader {
         var suppressed = 0
     }
 
-    private mutating func handleLine(_ bytes: Data, state: inout FileState, complete: Bool,
+    private mutating func handleLine(_ bytes: UnsafeRawBufferPointer, state: inout FileState, complete: Bool,
                                      onRecord: (String, Int, Record) -> Void) {
         func warn(_ message: String) { self.warn(&state, message) }
         // Blank lines carry nothing; they are not worth a warning.
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
-        let object: [String: Any]
+        let record: Record
         do {
-            let parsed = try JSONSerialization.jsonObject(with: bytes)
-            guard let dict = parsed as? [String: Any] else {
-                warn(complete ? "not a JSON object; skipped" : "truncated last line (no trailing newline); skipped")
-                return
-            }
-            object = dict
+            record = try Record.decode(bytes, into: document)
         } catch {
-            warn(complete ? "invalid JSON; skipped" : "truncated last line (no trailing newline); skipped")
+            switch error {
+            case .invalidJSON:
+                warn(complete ? "invalid JSON; skipped" : "truncated last line (no trailing newline); skipped")
+            case .notAnObject:
+                warn(complete ? "not a JSON object; skipped" : "truncated last line (no trailing newline); skipped")
+            case .record(.missingType):
+                warn("record has no \"type\"; skipped")
+            case .record(.unknownType(let type)):
+                // Newer writers may add types; say so once per type and file, not per line.
+                if state.unknownTypesWarned.insert(type).inserted {
+                    warn("unknown record type \"\(type)\"; skipped (further ones in this file not reported)")
+                }
+            case .record(.badField(let type, let field, let expected)):
+                warn("\(type): field \"\(field)\" must be \(expected); record skipped")
+            }
             return
         }
         if !complete {
             // A whole record whose newline never landed (the writer stopped mid-write): keep it.
             warn("last line has no trailing newline; kept")
-        }
-        let record: Record
-        do {
-            record = try Record.decode(object)
-        } catch {
-            switch error {
-            case .missingType:
-                warn("record has no \"type\"; skipped")
-            case .unknownType(let type):
-                // Newer writers may add types; say so once per type and file, not per line.
-                if state.unknownTypesWarned.insert(type).inserted {
-                    warn("unknown record type \"\(type)\"; skipped (further ones in this file not reported)")
-                }
-            case .badField(let type, let field, let expected):
-                warn("\(type): field \"\(field)\" must be \(expected); record skipped")
-            }
-            return
         }
         let firstRecord = !state.sawRecord
         state.sawRecord = true
@@ -239,6 +258,35 @@ public struct LogReader {
     }
 }
 
+/// Why one line is not a record.
+public enum LineDecodeError: Error, Equatable {
+    case invalidJSON
+    case notAnObject
+    case record(RecordDecodeError)
+}
+
+extension Record {
+    /// Decodes one log line (without its newline).
+    public static func decode(line: String) throws(LineDecodeError) -> Record {
+        var line = line
+        let result = line.withUTF8 { bytes in
+            Result { () throws(LineDecodeError) in try decode(UnsafeRawBufferPointer(bytes), into: JSONDocument()) }
+        }
+        return try result.get()
+    }
+
+    /// Parses `bytes` into `document` (reused from line to line) and decodes the record.
+    static func decode(_ bytes: UnsafeRawBufferPointer, into document: JSONDocument) throws(LineDecodeError) -> Record {
+        guard document.parse(bytes) else { throw .invalidJSON }
+        guard document.rootIsObject else { throw .notAnObject }
+        do {
+            return try decode(document)
+        } catch {
+            throw .record(error)
+        }
+    }
+}
+
 func recordTypeName(_ r: Record) -> String {
     switch r {
     case .processStart: "process_start"
@@ -252,5 +300,7 @@ func recordTypeName(_ r: Record) -> String {
     case .httpSummary: "http_summary"
     case .sample: "sample"
     case .startup: "startup"
+    case .stall: "stall"
+    case .modules: "modules"
     }
 }

@@ -24,15 +24,18 @@ public struct ProcessStart: Sendable, Equatable {
     public var processStartTs: Int64?
     public var procStartTicks: Int64?
     public var configWarnings: [String]
+    /// `config.stall_ms`: the stall threshold (0: detection off); nil for logs older than it.
+    public var stallMs: Int?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, schema: Int = supportedSchema, wedjatVersion: String? = nil,
                 exe: String? = nil, argv: [String] = [], argvMode: String? = nil, ppid: Int? = nil,
                 parentLog: String? = nil, execFrom: String? = nil, log: String? = nil, hostname: String? = nil,
-                processStartTs: Int64? = nil, procStartTicks: Int64? = nil, configWarnings: [String] = []) {
+                processStartTs: Int64? = nil, procStartTicks: Int64? = nil, configWarnings: [String] = [],
+                stallMs: Int? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.schema = schema; self.wedjatVersion = wedjatVersion
         self.exe = exe; self.argv = argv; self.argvMode = argvMode; self.ppid = ppid; self.parentLog = parentLog
         self.execFrom = execFrom; self.log = log; self.hostname = hostname; self.processStartTs = processStartTs
-        self.procStartTicks = procStartTicks; self.configWarnings = configWarnings
+        self.procStartTicks = procStartTicks; self.configWarnings = configWarnings; self.stallMs = stallMs
     }
 }
 
@@ -63,18 +66,21 @@ public struct ConnectionRecord: Sendable, Equatable {
     public var shutdownTs: Int64?
     /// HTTP/1 requests seen on it; nil when HTTP parsing was off, for UDP, or in older logs.
     public var httpRequests: Int64?
+    /// The lookup that led to this connection (client only, when it is this connection's own).
+    public var dnsUs: Int64?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, fd: Int? = nil, transport: String? = "tcp",
                 family: String? = "ipv4", role: String, local: String? = nil, peer: String? = nil,
                 openTs: Int64? = nil, closeTs: Int64? = nil, durationUs: Int64? = nil, connectUs: Int64? = nil,
                 bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false,
                 host: String? = nil, errorPhase: String? = nil, tls: TLSInfo? = nil, shutdownTs: Int64? = nil,
-                httpRequests: Int64? = nil) {
+                httpRequests: Int64? = nil, dnsUs: Int64? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.fd = fd; self.transport = transport
         self.family = family; self.role = role; self.local = local; self.peer = peer; self.openTs = openTs
         self.closeTs = closeTs; self.durationUs = durationUs; self.connectUs = connectUs; self.bytesIn = bytesIn
         self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit; self.host = host
         self.errorPhase = errorPhase; self.tls = tls; self.shutdownTs = shutdownTs; self.httpRequests = httpRequests
+        self.dnsUs = dnsUs
     }
 
     /// `duration_us`, or `close_ts - open_ts` when an older writer left it out.
@@ -94,10 +100,13 @@ public struct TLSInfo: Sendable, Equatable {
     public var handshakeUs: Int64?
     public var version: String?
     public var alpn: String?
+    /// The TLS phase as HAR's `ssl` counts it: from the connect's end (a server: the accept) to
+    /// the handshake's end.
+    public var phaseUs: Int64?
     public init(library: String? = nil, startTs: Int64? = nil, endTs: Int64? = nil, handshakeUs: Int64? = nil,
-                version: String? = nil, alpn: String? = nil) {
+                version: String? = nil, alpn: String? = nil, phaseUs: Int64? = nil) {
         self.library = library; self.startTs = startTs; self.endTs = endTs; self.handshakeUs = handshakeUs
-        self.version = version; self.alpn = alpn
+        self.version = version; self.alpn = alpn; self.phaseUs = phaseUs
     }
 }
 
@@ -133,6 +142,8 @@ public struct HTTPRecord: Sendable, Equatable {
     public var upgraded: Bool
     /// `incomplete`, `desync`, `parse`, or nil.
     public var error: String?
+    /// The logged headers (`request.host`, `response.content-type`, ...).
+    public var headers: [String: String]
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, role: String, scheme: String? = "http",
                 method: String? = "GET", host: String? = nil, path: String? = nil, status: Int? = nil,
@@ -140,7 +151,8 @@ public struct HTTPRecord: Sendable, Equatable {
                 requestStartTs: Int64? = nil, requestEndTs: Int64? = nil, responseStartTs: Int64? = nil,
                 responseEndTs: Int64? = nil, ttfbUs: Int64? = nil, waitUs: Int64? = nil, durationUs: Int64? = nil,
                 requestHeaderBytes: Int64 = 0, requestBodyBytes: Int64 = 0, responseHeaderBytes: Int64 = 0,
-                responseBodyBytes: Int64 = 0, complete: Bool? = nil, upgraded: Bool = false, error: String? = nil) {
+                responseBodyBytes: Int64 = 0, complete: Bool? = nil, upgraded: Bool = false, error: String? = nil,
+                headers: [String: String] = [:]) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.role = role; self.scheme = scheme
         self.method = method; self.host = host; self.path = path; self.status = status
         self.interimResponses = interimResponses; self.peer = peer; self.requestIndex = requestIndex
@@ -149,7 +161,7 @@ public struct HTTPRecord: Sendable, Equatable {
         self.waitUs = waitUs; self.durationUs = durationUs; self.requestHeaderBytes = requestHeaderBytes
         self.requestBodyBytes = requestBodyBytes; self.responseHeaderBytes = responseHeaderBytes
         self.responseBodyBytes = responseBodyBytes; self.complete = complete; self.upgraded = upgraded
-        self.error = error
+        self.error = error; self.headers = headers
     }
 }
 
@@ -203,10 +215,15 @@ public struct DNSRecord: Sendable, Equatable {
     public var durationUs: Int64?
     public var answers: Int
     public var error: String?
+    public var tid: Int?
+    /// When the call was made (`ts` is its return).
+    public var startTs: Int64?
+    /// Up to 8 of the addresses returned.
+    public var addresses: [String]
     public init(ts: Int64, pid: Int, api: String? = nil, name: String? = nil, durationUs: Int64? = nil,
-                answers: Int = 0, error: String? = nil) {
+                answers: Int = 0, error: String? = nil, tid: Int? = nil, startTs: Int64? = nil, addresses: [String] = []) {
         self.ts = ts; self.pid = pid; self.api = api; self.name = name; self.durationUs = durationUs
-        self.answers = answers; self.error = error
+        self.answers = answers; self.error = error; self.tid = tid; self.startTs = startTs; self.addresses = addresses
     }
 }
 
@@ -257,6 +274,8 @@ public struct SampleRecord: Sendable, Equatable {
     public var batteries: [Battery]?
     /// Reasons of unavailable groups, by group name (`cpu`, `system_cpu`, `memory`, `rapl`, `battery`, ...).
     public var unavailable: [String: String]
+    /// Threads that waited in an event loop during the interval (StallRecords.swift).
+    public var loops: [LoopStats] = []
 
     public init(ts: Int64, pid: Int, seq: Int? = nil, atExit: Bool = false, intervalStartTs: Int64? = nil,
                 intervalUs: Int64? = nil, cpuUserPct: Double? = nil, cpuSystemPct: Double? = nil,
@@ -364,10 +383,12 @@ public enum Record: Sendable, Equatable {
     case httpSummary(HTTPSummaryRecord)
     case sample(SampleRecord)
     case startup(StartupRecord)
+    case stall(StallRecord)
+    case modules(ModulesRecord)
 
     public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end",
                                                  "dns", "warning", "exec_failed", "http", "http_summary",
-                                                 "sample", "startup"]
+                                                 "sample", "startup", "stall", "modules"]
 
     public var ts: Int64 {
         switch self {
@@ -382,6 +403,8 @@ public enum Record: Sendable, Equatable {
         case .httpSummary(let r): r.ts
         case .sample(let r): r.ts
         case .startup(let r): r.ts
+        case .stall(let r): r.ts
+        case .modules(let r): r.ts
         }
     }
 }
@@ -394,13 +417,14 @@ public enum RecordDecodeError: Error, Equatable {
 }
 
 extension Record {
-    /// Decodes one parsed JSON object. Unknown fields are ignored; a required field that is
-    /// missing, or any field with the wrong JSON type, rejects the record.
-    public static func decode(_ object: [String: Any]) throws(RecordDecodeError) -> Record {
-        guard let rawType = object["type"] else { throw .missingType }
-        guard let type = rawType as? String else { throw .badField(type: "?", field: "type", expected: "a string") }
+    /// Decodes the parsed line in `doc`, whose root must be an object. Unknown fields are
+    /// ignored; a required field that is missing, or any field with the wrong JSON type,
+    /// rejects the record.
+    static func decode(_ doc: JSONDocument) throws(RecordDecodeError) -> Record {
+        guard let typeNode = doc.find("type", in: 0) else { throw .missingType }
+        guard let type = doc.string(typeNode) else { throw .badField(type: "?", field: "type", expected: "a string") }
         guard knownTypes.contains(type) else { throw .unknownType(type) }
-        let f = Fields(object: object, type: type)
+        let f = Fields(doc: doc, node: 0, type: type)
         let ts = try f.int64("ts", required: true)!
         let pid = try f.int("pid", required: true)!
         switch type {
@@ -414,7 +438,8 @@ extension Record {
                 ppid: try f.int("ppid"), parentLog: try f.string("parent_log"), execFrom: try f.string("exec_from"),
                 log: try f.string("log"), hostname: try f.string("hostname"),
                 processStartTs: try f.int64("process_start_ts"), procStartTicks: try f.int64("proc_start_ticks"),
-                configWarnings: try f.strings("config_warnings") ?? []))
+                configWarnings: try f.strings("config_warnings") ?? [],
+                stallMs: try f.object("config")?.int("stall_ms")))
         case "connection":
             return .connection(ConnectionRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"), fd: try f.int("fd"),
@@ -428,9 +453,10 @@ extension Record {
                 tls: try f.object("tls").map { t throws(RecordDecodeError) in
                     TLSInfo(library: try t.string("library"), startTs: try t.int64("start_ts"),
                             endTs: try t.int64("end_ts"), handshakeUs: try t.int64("handshake_us"),
-                            version: try t.string("version"), alpn: try t.string("alpn"))
+                            version: try t.string("version"), alpn: try t.string("alpn"), phaseUs: try t.int64("phase_us"))
                 },
-                shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests")))
+                shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests"),
+                dnsUs: try f.int64("dns_us")))
         case "http":
             return .http(HTTPRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"),
@@ -446,7 +472,7 @@ extension Record {
                 responseHeaderBytes: try f.int64("response_header_bytes") ?? 0,
                 responseBodyBytes: try f.int64("response_body_bytes") ?? 0,
                 complete: try f.bool("complete"), upgraded: try f.bool("upgraded") ?? false,
-                error: try f.string("error")))
+                error: try f.string("error"), headers: try f.stringMap("headers") ?? [:]))
         case "http_summary":
             func distribution(_ key: String) throws(RecordDecodeError) -> SummaryDistribution? {
                 try f.object(key).map { d throws(RecordDecodeError) in
@@ -466,9 +492,14 @@ extension Record {
         case "dns":
             return .dns(DNSRecord(ts: ts, pid: pid, api: try f.string("api"), name: try f.string("name"),
                                   durationUs: try f.int64("duration_us"), answers: try f.int("answers") ?? 0,
-                                  error: try f.string("error")))
+                                  error: try f.string("error"), tid: try f.int("tid"), startTs: try f.int64("start_ts"),
+                                  addresses: try f.strings("addresses") ?? []))
         case "sample":
             return .sample(try decodeSample(f, ts: ts, pid: pid))
+        case "stall":
+            return .stall(try decodeStall(f, ts: ts, pid: pid))
+        case "modules":
+            return .modules(try decodeModules(f, ts: ts, pid: pid))
         case "startup":
             return .startup(StartupRecord(
                 ts: ts, pid: pid, execTs: try f.int64("exec_ts"), execSource: try f.string("exec_source"),
@@ -548,29 +579,32 @@ extension Record {
                 }
             }
         }
+        s.loops = try decodeLoops(f)
         s.unavailable = unavailable
         return s
     }
 }
 
-/// Typed access to a JSONSerialization object. `null` and absent are the same (nil).
-private struct Fields {
-    let object: [String: Any]
+/// Typed access to one object of a parsed line (`JSONDocument`). `null` and absent are the same (nil).
+struct Fields {
+    let doc: JSONDocument
+    /// The object's node in `doc`.
+    let node: Int
     let type: String
     /// For a nested object: its path and a dot (`tls.`), so a warning names `tls.version`.
     var prefix = ""
 
-    init(object: [String: Any], type: String, prefix: String = "") {
-        self.object = object; self.type = type; self.prefix = prefix
+    init(doc: JSONDocument, node: Int, type: String, prefix: String = "") {
+        self.doc = doc; self.node = node; self.type = type; self.prefix = prefix
     }
 
     private func bad(_ key: String, _ expected: String) -> RecordDecodeError {
         .badField(type: type, field: prefix + key, expected: expected)
     }
 
-    private func raw(_ key: String, required: Bool, expected: String) throws(RecordDecodeError) -> Any? {
-        let v = object[key]
-        if v == nil || v is NSNull {
+    /// The value's node, nil when absent or null.
+    private func raw(_ key: String, required: Bool, expected: String) throws(RecordDecodeError) -> Int? {
+        guard let v = doc.find(key, in: node), doc.kind(v) != .null else {
             if required { throw bad(key, expected) }
             return nil
         }
@@ -580,34 +614,35 @@ private struct Fields {
     /// A nested object, whose own fields report their errors as `key.field`.
     func object(_ key: String) throws(RecordDecodeError) -> Fields? {
         guard let v = try raw(key, required: false, expected: "an object") else { return nil }
-        guard let d = v as? [String: Any] else { throw bad(key, "an object") }
-        return Fields(object: d, type: type, prefix: prefix + key + ".")
+        guard doc.kind(v) == .object else { throw bad(key, "an object") }
+        return Fields(doc: doc, node: v, type: type, prefix: prefix + key + ".")
     }
 
     /// An array of objects, each reporting its errors as `key.field`.
     func objects(_ key: String) throws(RecordDecodeError) -> [Fields]? {
         guard let v = try raw(key, required: false, expected: "an array of objects") else { return nil }
-        guard let a = v as? [Any] else { throw bad(key, "an array of objects") }
+        guard doc.kind(v) == .array else { throw bad(key, "an array of objects") }
         var out: [Fields] = []
-        for e in a {
-            guard let d = e as? [String: Any] else { throw bad(key, "an array of objects") }
-            out.append(Fields(object: d, type: type, prefix: prefix + key + "."))
+        for e in doc.elements(v) {
+            guard doc.kind(e) == .object else { throw bad(key, "an array of objects") }
+            out.append(Fields(doc: doc, node: e, type: type, prefix: prefix + key + "."))
         }
         return out
     }
 
-    func isObject(_ key: String) -> Bool { object[key] is [String: Any] }
+    func isObject(_ key: String) -> Bool { doc.find(key, in: node).map { doc.kind($0) == .object } ?? false }
 
     /// Any JSON number (not a boolean), finite.
     func double(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Double? {
         guard let v = try raw(key, required: required, expected: "a number") else { return nil }
-        guard let n = v as? NSNumber, !Fields.isBool(n), n.doubleValue.isFinite else { throw bad(key, "a number") }
-        return n.doubleValue
+        guard let d = doc.double(v), d.isFinite else { throw bad(key, "a number") }
+        return d
     }
 
+    /// Exact integers only: `1.5` and out-of-range values are rejected, `1e3` is 1000.
     func int64(_ key: String, required: Bool = false) throws(RecordDecodeError) -> Int64? {
         guard let v = try raw(key, required: required, expected: "an integer") else { return nil }
-        guard let n = Fields.integer(v) else { throw bad(key, "an integer") }
+        guard let n = doc.int64(v) else { throw bad(key, "an integer") }
         return n
     }
 
@@ -617,47 +652,46 @@ private struct Fields {
 
     func string(_ key: String, required: Bool = false) throws(RecordDecodeError) -> String? {
         guard let v = try raw(key, required: required, expected: "a string") else { return nil }
-        guard let s = v as? String else { throw bad(key, "a string") }
+        guard let s = doc.string(v) else { throw bad(key, "a string") }
         return s
     }
 
     func bool(_ key: String) throws(RecordDecodeError) -> Bool? {
         guard let v = try raw(key, required: false, expected: "a boolean") else { return nil }
-        guard let n = v as? NSNumber, Fields.isBool(n) else { throw bad(key, "a boolean") }
-        return n.boolValue
+        guard let b = doc.bool(v) else { throw bad(key, "a boolean") }
+        return b
     }
 
     func strings(_ key: String) throws(RecordDecodeError) -> [String]? {
         guard let v = try raw(key, required: false, expected: "an array of strings") else { return nil }
-        guard let a = v as? [Any] else { throw bad(key, "an array of strings") }
+        guard doc.kind(v) == .array else { throw bad(key, "an array of strings") }
         var out: [String] = []
-        for e in a {
-            guard let s = e as? String else { throw bad(key, "an array of strings") }
+        for e in doc.elements(v) {
+            guard let s = doc.string(e) else { throw bad(key, "an array of strings") }
             out.append(s)
+        }
+        return out
+    }
+
+    func stringMap(_ key: String) throws(RecordDecodeError) -> [String: String]? {
+        guard let v = try raw(key, required: false, expected: "an object of strings") else { return nil }
+        guard doc.kind(v) == .object else { throw bad(key, "an object of strings") }
+        var out: [String: String] = [:]
+        for (k, e) in doc.members(v) {
+            guard let s = doc.string(e) else { throw bad(key, "an object of strings") }
+            out[doc.string(k)!] = s
         }
         return out
     }
 
     func intMap(_ key: String) throws(RecordDecodeError) -> [String: Int64]? {
         guard let v = try raw(key, required: false, expected: "an object of integers") else { return nil }
-        guard let d = v as? [String: Any] else { throw bad(key, "an object of integers") }
+        guard doc.kind(v) == .object else { throw bad(key, "an object of integers") }
         var out: [String: Int64] = [:]
-        for (k, e) in d {
-            guard let n = Fields.integer(e) else { throw bad(key, "an object of integers") }
-            out[k] = n
+        for (k, e) in doc.members(v) {
+            guard let n = doc.int64(e) else { throw bad(key, "an object of integers") }
+            out[doc.string(k)!] = n
         }
         return out
-    }
-
-    // JSONSerialization hands back NSNumber for both numbers and booleans (and `true as? Int`
-    // succeeds); booleans are instances of a distinct subclass, which is the cheap tell.
-    private static let boolClass = ObjectIdentifier(Swift.type(of: NSNumber(value: true)))
-
-    static func isBool(_ n: NSNumber) -> Bool { ObjectIdentifier(Swift.type(of: n)) == boolClass }
-
-    /// Exact integers only: `1.5` and out-of-range values are rejected, `1e3` is 1000.
-    static func integer(_ v: Any) -> Int64? {
-        guard let n = v as? NSNumber, !isBool(n) else { return nil }
-        return n as? Int64
     }
 }

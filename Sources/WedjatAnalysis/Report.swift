@@ -5,17 +5,28 @@ import Foundation
 // keys (snake_case); docs/REPORT_JSON.md documents them.
 
 public struct Report: Codable, Sendable {
-    public var reportVersion = 1
+    /// docs/REPORT_JSON.md: incremented when a field changes meaning or disappears.
+    public static let currentVersion = 2
+    public var reportVersion = Report.currentVersion
     public var headline: Headline
     public var processes: [ProcessRow]
     public var peers: [PeerRow]
+    /// Per host: HTTP exchanges and the connections attributed to the host (ReportHosts.swift).
     public var http: [HTTPRow]
+    /// Exchanges by final status code, most frequent first.
+    public var statuses: [StatusRow]
+    /// The slowest exchanges, slowest first.
+    public var slowest: [SlowRow]
     public var connectionStats: ConnectionStatsRow
     public var tree: [TreeNode]
     /// Processes with `sample` records, busiest first (ReportVitals.swift).
     public var vitals: [VitalsRow]
     /// `startup` records by program, slowest first.
     public var startup: [StartupRow]
+    /// Stalls, symbolized (ReportStalls.swift); nil when no log had stall detection on.
+    public var stalls: StallsSection?
+    /// Processes that lost data (dropped events, records, capture slots, untracked connections).
+    public var drops: [DropRow]
     public var warnings: [WarningItem]
 
     public struct Headline: Codable, Sendable {
@@ -33,6 +44,24 @@ public struct Report: Codable, Sendable {
         /// HTTP exchanges (`http` records plus `http_summary` counts) and those with an error.
         public var httpRequests: Int64
         public var httpErrors: Int64
+        /// Ratios from 0 to 1 (ReportHosts.swift); absent when their denominator is 0.
+        public var connectionErrorRate: Double?
+        public var networkErrorRate: Double?
+        public var httpErrorRate: Double?
+        public var clientErrorRate: Double?
+        public var serverErrorRate: Double?
+        /// Over all exchanges, client connects, TLS phases and lookups.
+        public var ttfbUs: Percentiles?
+        public var durationUs: Percentiles?
+        public var connectUs: Percentiles?
+        public var tlsUs: Percentiles?
+        public var dnsUs: Percentiles?
+        /// Absent when no log had stall detection on.
+        public var stalls: Int?
+        public var longestStallUs: Int64?
+        /// Summed CPU time and the largest peak RSS of the processes with samples.
+        public var cpuTimeUs: Int64?
+        public var peakRssBytes: Int64?
         public var droppedEvents: Int64
         public var droppedRecords: Int64
         public var captureDropped: Int64
@@ -87,8 +116,8 @@ public struct Report: Codable, Sendable {
 
         /// nil when nothing was recorded.
         init?(_ d: DurationStats) {
-            guard d.count > 0 else { return nil }
-            self.init(count: d.count, p50: d.percentile(50)!, p95: d.percentile(95)!, p99: d.percentile(99)!,
+            guard let p = d.percentiles([50, 95, 99]) else { return nil }
+            self.init(count: d.count, p50: p[0], p95: p[1], p99: p[2],
                       max: d.max!, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
         }
     }
@@ -119,6 +148,22 @@ public struct Report: Codable, Sendable {
         public var responseBytes: Int64
         public var ttfbUs: Percentiles?
         public var durationUs: Percentiles?
+        /// `[{status, count}]`, most frequent first.
+        public var statusCodes: [StatusCount]
+        public var reused: Int64
+        public var connections: Int
+        public var connectionErrors: Int
+        public var failedConnections: Int
+        public var attempts: Int64
+        public var networkErrors: Int64
+        public var networkErrorRate: Double?
+        public var httpErrorRate: Double?
+        public var clientErrorRate: Double?
+        public var serverErrorRate: Double?
+        public var dnsUs: Percentiles?
+        public var connectUs: Percentiles?
+        public var tlsUs: Percentiles?
+        public var throughputBytesPerS: Int64?
     }
 
     public struct ConnectionStatsRow: Codable, Sendable {
@@ -222,19 +267,7 @@ extension Report {
                         openAtExit: p.openAtExit)
             }
 
-        let httpRows = analysis.http.values
-            .sorted { $0.requests != $1.requests ? $0.requests > $1.requests : $0.key < $1.key }
-            .map { h in
-                let schemes = h.schemes.sorted()
-                let prefix = schemes.count == 1 ? schemes[0] + "://" : schemes == ["http", "https"] ? "http(s)://" : ""
-                let arrow = h.key.role == "client" ? "client → " : h.key.role == "server" ? "server ← " : h.key.role + " ↔ "
-                return HTTPRow(key: arrow + prefix + h.key.host, role: h.key.role, host: h.key.host, schemes: schemes,
-                               requests: h.requests, records: h.records, summarized: h.summarized,
-                               statusClasses: h.statusClasses, errors: h.errors,
-                               errorNames: h.topErrors.map { ErrorCount(name: $0.name, count: $0.count) },
-                               requestBytes: h.requestBytes, responseBytes: h.responseBytes,
-                               ttfbUs: Percentiles(h.ttfb), durationUs: Percentiles(h.durations))
-            }
+        let httpRows = Report.hostRows(analysis)
 
         let cs = analysis.connectionStats
         func named(_ d: [String: Int]) -> [NameCount] { rankedCounts(d).map { NameCount(name: $0.name, count: $0.count) } }
@@ -250,21 +283,9 @@ extension Report {
                      logs: n.images.map { logs[$0].path }, children: n.children.map(treeNode))
         }
 
-        // Warnings: what was lost first (drops, unfinished processes), then input problems.
+        // Warnings: unfinished processes first, then the library's, then input problems. What
+        // was dropped is the DROPS section.
         var warnings: [WarningItem] = []
-        for l in logs where l.droppedEvents > 0 || l.droppedRecords > 0 || l.captureDropped > 0 || l.untrackedConnections > 0 {
-            var msg = "\(l.droppedEvents) dropped event\(l.droppedEvents == 1 ? "" : "s"), "
-                + "\(l.droppedRecords) dropped record\(l.droppedRecords == 1 ? "" : "s")"
-            if l.captureDropped > 0 {
-                msg += ", \(l.captureDropped) dropped capture slot\(l.captureDropped == 1 ? "" : "s")"
-                    + " (HTTP exchanges they cut short have error \"desync\")"
-            }
-            if l.untrackedConnections > 0 {
-                msg += ", \(l.untrackedConnections) untracked connection\(l.untrackedConnections == 1 ? "" : "s")"
-            }
-            warnings.append(WarningItem(kind: "drops", file: l.path, line: nil, pid: l.pid, message: msg,
-                                        text: "pid \(l.pid) \(l.program): \(msg)"))
-        }
         for l in logs where l.killed {
             let msg = "no process_end: killed by a signal, or still running"
             warnings.append(WarningItem(kind: "no_end", file: l.path, line: nil, pid: l.pid, message: msg,
@@ -306,10 +327,15 @@ extension Report {
         processes = rows
         peers = peerRows
         http = httpRows
+        statuses = Report.statusRows(httpRows)
+        slowest = Report.slowRows(analysis)
         self.connectionStats = connectionStats
         self.tree = tree.roots.map(treeNode)
         vitals = Report.vitalsRows(logs)
         startup = Report.startupRows(logs)
+        stalls = Report.stallsSection(analysis)
+        drops = Report.dropRows(logs)
         self.warnings = warnings
+        completeHeadline(analysis)
     }
 }

@@ -73,6 +73,8 @@ extension Report {
         public var batteries: [BatteryRow]?
         public var batteryUnavailable: String?
         public var series: SeriesRow
+        /// Event loops per thread, from the samples' `loops` (ReportStalls.swift).
+        public var loops: [LoopRow]?
     }
 
     public struct StartupSpread: Codable, Sendable {
@@ -137,7 +139,8 @@ extension Report {
                     energy: energy, energyUnavailable: energy == nil ? v.raplUnavailable : nil,
                     batteries: v.batteries?.map { BatteryRow(name: $0.name, capacityPct: $0.capacityPct, status: $0.status) },
                     batteryUnavailable: v.batteries == nil ? v.batteryUnavailable : nil,
-                    series: SeriesRow(startTs: s.startTs, endTs: s.endTs, cpuPct: s.cpu.map { $0.map(round1) }, rssBytes: s.rss))
+                    series: SeriesRow(startTs: s.startTs, endTs: s.endTs, cpuPct: s.cpu.map { $0.map(round1) }, rssBytes: s.rss),
+                    loops: Report.loopRows(v))
             }
             // Busiest first: CPU time, then the longest-lived.
             .sorted {

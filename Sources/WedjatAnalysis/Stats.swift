@@ -3,7 +3,8 @@ import Histogram
 /// Latency percentiles in microseconds. Backed by an HdrHistogram (3 significant digits), so
 /// memory does not grow with the number of connections and values are exact below 2048 us.
 public struct DurationStats: Sendable {
-    private var histogram = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+    /// Made at the first value: many stats (a host's TLS times, say) stay empty.
+    private var histogram: Histogram<UInt64>?
 
     public init() {}
 
@@ -11,7 +12,18 @@ public struct DurationStats: Sendable {
     public private(set) var approximateCount = 0
 
     public mutating func record(_ us: Int64) {
-        histogram.record(UInt64(Swift.max(0, us)))
+        record(UInt64(Swift.max(0, us)), count: 1)
+    }
+
+    /// Sized for values up to about a second from the start (about 100 KiB): growing an
+    /// HdrHistogram one bucket at a time from nothing is slow (each step copies the counts),
+    /// and most latencies are below that. Longer ones still grow it (autoResize).
+    private mutating func record(_ value: UInt64, count: UInt64) {
+        if histogram == nil {
+            histogram = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
+            histogram!.autoResize = true
+        }
+        histogram!.record(value, count: count)
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
@@ -25,7 +37,7 @@ public struct DurationStats: Sendable {
         guard d.count > 0 else { return }
         let w = DurationStats.summaryWeights(count: d.count)
         for (value, weight) in [(d.p50, w.0), (d.p90, w.1), (d.p99, w.2), (d.max, w.3)] where weight > 0 {
-            histogram.record(UInt64(Swift.max(0, value)), count: weight)
+            record(UInt64(Swift.max(0, value)), count: weight)
         }
         approximateCount += Int(d.count)
     }
@@ -40,14 +52,39 @@ public struct DurationStats: Sendable {
         return (r50, r90 - r50, r99 - r90, n - r99)
     }
 
-    public var count: Int { Int(histogram.totalCount) }
+    public var count: Int { Int(histogram?.totalCount ?? 0) }
 
     /// nil when nothing was recorded (a percentile of nothing is not 0).
-    public func percentile(_ p: Double) -> Int64? {
-        count == 0 ? nil : Int64(histogram.valueAtPercentile(p))
+    public func percentile(_ p: Double) -> Int64? { percentiles([p])?[0] }
+
+    /// Several percentiles (ascending) in one pass over the recorded values, each the value
+    /// `Histogram.valueAtPercentile` gives; nil when nothing was recorded. One pass matters: the
+    /// library's own walk is not specialised for our count type and visits every bucket.
+    public func percentiles(_ ps: [Double]) -> [Int64]? {
+        guard let histogram, histogram.totalCount > 0 else { return nil }
+        let total = histogram.totalCount
+        // The rank of each percentile as valueAtPercentile computes it (minus one ulp, rounded up).
+        let ranks = ps.map { p -> UInt64 in
+            p >= 100 ? total : Swift.max(1, UInt64((Swift.max(p.nextDown, 0) * Double(total) / 100).rounded(.up)))
+        }
+        let lo = histogram.min, hi = histogram.maxRecorded
+        var out: [Int64] = []
+        out.reserveCapacity(ps.count)
+        for v in histogram.recordedValues() {
+            while out.count < ranks.count, v.totalCountToThisValue >= ranks[out.count] {
+                // The 0th percentile is the smallest value itself, as the library has it.
+                out.append(Int64(ps[out.count] <= 0 ? lo : Swift.max(Swift.min(v.value, hi), lo)))
+            }
+            if out.count == ranks.count { break }
+        }
+        while out.count < ranks.count { out.append(Int64(hi)) }
+        return out
     }
 
-    public var max: Int64? { count == 0 ? nil : Int64(histogram.maxRecorded) }
+    public var max: Int64? {
+        guard let histogram, histogram.totalCount > 0 else { return nil }
+        return Int64(histogram.maxRecorded)
+    }
 }
 
 /// Connections are grouped by who talked to whom: a client by the peer it connected to, a
@@ -152,8 +189,9 @@ public struct StatusClasses: Codable, Sendable, Equatable {
 
     public init() {}
 
+    // `noResponse` becomes `no_response` through the coders' snake-case conversion, both ways.
     enum CodingKeys: String, CodingKey {
-        case s2xx = "2xx", s3xx = "3xx", s4xx = "4xx", s5xx = "5xx", other, noResponse = "no_response"
+        case s2xx = "2xx", s3xx = "3xx", s4xx = "4xx", s5xx = "5xx", other, noResponse
     }
 
     public mutating func add(status: Int?, count: Int64 = 1) {
@@ -174,8 +212,9 @@ public struct StatusClasses: Codable, Sendable, Equatable {
     }
 }
 
-/// HTTP exchanges of one (role, host): the `http` records one by one, the `http_summary`
-/// records by their counts and distributions (see `DurationStats.record(summary:)`).
+/// Everything about one (role, host): its HTTP exchanges (the `http` records one by one, the
+/// `http_summary` records by their counts and distributions, see
+/// `DurationStats.record(summary:)`) and the connections attributed to it (RunAnalysis).
 public struct HTTPStats: Sendable {
     public let key: HTTPKey
     /// Exchanges: `http` records plus the `count` of `http_summary` records.
@@ -184,11 +223,19 @@ public struct HTTPStats: Sendable {
     /// Exchanges known only from `http_summary` records.
     public private(set) var summarized: Int64 = 0
     public private(set) var statusClasses = StatusClasses()
+    /// Final status codes (exchanges without a response are `statusClasses.noResponse`).
+    public private(set) var statusCodes: [Int: Int64] = [:]
     public private(set) var errors: Int64 = 0
     /// Error names of `http` records (summaries count errors without naming them).
     public private(set) var errorNames: [String: Int] = [:]
     public private(set) var requestBytes: Int64 = 0
     public private(set) var responseBytes: Int64 = 0
+    /// `http` records on a reused connection (`reused: true`).
+    public private(set) var reused: Int64 = 0
+    /// Bytes both ways and summed `duration_us` of the `http` records that have a duration:
+    /// the transfer rate while exchanges were in flight.
+    public private(set) var timedBytes: Int64 = 0
+    public private(set) var timedUs: Int64 = 0
     public private(set) var schemes: Set<String> = []
     /// Request start → response start, of every exchange that has a response (errors included,
     /// as the writer does in summaries).
@@ -196,6 +243,8 @@ public struct HTTPStats: Sendable {
     /// Request start → response end, of every exchange that has one (errors included: a
     /// cut-short exchange lasted until its connection ended).
     public private(set) var durations = DurationStats()
+    /// The connections attributed to this host.
+    public private(set) var connections = HostConnections()
 
     public init(key: HTTPKey) { self.key = key }
 
@@ -203,15 +252,22 @@ public struct HTTPStats: Sendable {
         requests += 1
         records += 1
         statusClasses.add(status: h.status)
+        if let code = h.status { statusCodes[code, default: 0] += 1 }
         if let e = h.error {
             errors += 1
             errorNames[e, default: 0] += 1
         }
-        requestBytes += h.requestHeaderBytes + h.requestBodyBytes
-        responseBytes += h.responseHeaderBytes + h.responseBodyBytes
-        if let s = h.scheme { schemes.insert(s) }
+        let bytesOut = h.requestHeaderBytes + h.requestBodyBytes, bytesIn = h.responseHeaderBytes + h.responseBodyBytes
+        requestBytes += bytesOut
+        responseBytes += bytesIn
+        if h.reused == true { reused += 1 }
+        if let s = h.scheme, !schemes.contains(s) { schemes.insert(s) }
         if let t = h.ttfbUs { ttfb.record(t) }
-        if let d = h.durationUs { durations.record(d) }
+        if let d = h.durationUs {
+            durations.record(d)
+            timedBytes += bytesIn + bytesOut
+            timedUs += Swift.max(0, d)
+        }
     }
 
     public mutating func add(_ s: HTTPSummaryRecord) {
@@ -219,6 +275,7 @@ public struct HTTPStats: Sendable {
         requests += n
         summarized += n
         statusClasses.add(status: s.status, count: n)
+        if let code = s.status, n > 0 { statusCodes[code, default: 0] += n }
         errors += Swift.max(0, s.errors)
         requestBytes += s.requestBytes
         responseBytes += s.responseBytes
@@ -227,7 +284,101 @@ public struct HTTPStats: Sendable {
         if let d = s.durationUs { durations.record(summary: d) }
     }
 
+    mutating func add(connection c: ConnectionRecord) { connections.add(c) }
+
     public var topErrors: [(name: String, count: Int)] { rankedCounts(errorNames) }
+
+    /// Connections that failed before carrying a request: attempts that never became an exchange.
+    public var failedConnections: Int { connections.failedBeforeRequest }
+    /// Exchanges plus those failed connections.
+    public var attempts: Int64 { requests + Int64(failedConnections) }
+    /// Failures below HTTP: exchanges with an `error` (cut short, desync, parse) plus the
+    /// connections that failed before a request.
+    public var networkErrors: Int64 { errors + Int64(failedConnections) }
+}
+
+/// The connections attributed to one host, and their set-up phases.
+public struct HostConnections: Sendable {
+    public private(set) var count = 0
+    /// Connections with an `error` (any phase).
+    public private(set) var errors = 0
+    /// Connections with an error and no HTTP request on them.
+    public private(set) var failedBeforeRequest = 0
+    /// The connection's own lookup (`dns_us`), connect (`connect_us`) and TLS phase
+    /// (`tls.phase_us`, else `tls.handshake_us`), where known.
+    public private(set) var dns = DurationStats()
+    public private(set) var connect = DurationStats()
+    public private(set) var tls = DurationStats()
+
+    mutating func add(_ c: ConnectionRecord) {
+        count += 1
+        if c.error != nil {
+            errors += 1
+            if (c.httpRequests ?? 0) == 0 { failedBeforeRequest += 1 }
+        }
+        if let d = c.dnsUs { dns.record(d) }
+        if let t = c.connectUs { connect.record(t) }
+        if let t = c.tls?.phaseUs ?? c.tls?.handshakeUs { tls.record(t) }
+    }
+}
+
+extension HTTPKey {
+    /// The host a connection was made to, written as an HTTP `Host` header would be: the name it
+    /// was resolved from (else the peer's address) and the port unless it is 80 or 443; a server
+    /// connection by the local address it was accepted on. nil for connections that cannot carry
+    /// HTTP/1 over TCP (UDP, unix, unconnected).
+    init?(connection c: ConnectionRecord) {
+        guard (c.transport ?? "tcp") == "tcp", let address = c.role == "server" ? c.local : c.peer,
+              let colon = address.lastIndex(of: ":") else { return nil }
+        let port = address[address.index(after: colon)...]
+        var name = String(address[..<colon])
+        if c.role != "server", let h = c.host, !h.isEmpty { name = h.contains(":") ? "[" + h + "]" : h }
+        self.init(role: c.role, host: port == "80" || port == "443" ? name : name + ":" + port)
+    }
+}
+
+/// The slowest exchanges (by `duration_us`) of a run, kept while streaming: at most `limit`.
+public struct SlowestRequests: Sendable {
+    public struct Entry: Sendable {
+        public var http: HTTPRecord
+        /// Index of its log in `RunAnalysis.logs`, and its line there.
+        public var log: Int
+        public var line: Int
+        /// The set-up of the connection this exchange opened (its first request), filled in
+        /// when the connection's record arrives.
+        public var dnsUs: Int64?
+        public var connectUs: Int64?
+        public var tlsUs: Int64?
+    }
+
+    public let limit: Int
+    /// Slowest first; ties: earlier first.
+    public private(set) var entries: [Entry] = []
+
+    public init(limit: Int = 10) { self.limit = Swift.max(0, limit) }
+
+    mutating func add(_ h: HTTPRecord, log: Int, line: Int) {
+        guard limit > 0, let d = h.durationUs else { return }
+        if entries.count == limit, let last = entries.last, !Self.slower(d, h.ts, than: last.http) { return }
+        let i = entries.firstIndex { Self.slower(d, h.ts, than: $0.http) } ?? entries.count
+        entries.insert(Entry(http: h, log: log, line: line), at: i)
+        if entries.count > limit { entries.removeLast() }
+    }
+
+    /// The connection's set-up, for the kept exchange that was its first request.
+    mutating func add(connection c: ConnectionRecord, log: Int) {
+        guard let id = c.connId else { return }
+        for i in entries.indices where entries[i].log == log && entries[i].http.connId == id && entries[i].http.reused != true {
+            entries[i].dnsUs = c.dnsUs
+            entries[i].connectUs = c.connectUs
+            entries[i].tlsUs = c.tls?.phaseUs ?? c.tls?.handshakeUs
+        }
+    }
+
+    private static func slower(_ d: Int64, _ ts: Int64, than h: HTTPRecord) -> Bool {
+        let other = h.durationUs ?? 0
+        return d != other ? d > other : ts < h.ts
+    }
 }
 
 /// Facts about connections as a whole: transports, TLS handshakes, errors by phase.
@@ -237,6 +388,9 @@ public struct ConnectionStats: Sendable {
     public private(set) var tlsConnections = 0
     /// Handshakes that finished (`handshake_us` not null).
     public private(set) var handshakes = DurationStats()
+    /// TLS phases as HAR counts them (`tls.phase_us`, else `handshake_us`), and clients' connects.
+    public private(set) var tlsPhases = DurationStats()
+    public private(set) var connects = DurationStats()
     /// Negotiated versions (an unfinished handshake may have none).
     public private(set) var tlsVersions: [String: Int] = [:]
     public private(set) var tlsLibraries: [String: Int] = [:]
@@ -256,11 +410,13 @@ public struct ConnectionStats: Sendable {
         if let t = c.tls {
             tlsConnections += 1
             if let h = t.handshakeUs { handshakes.record(h) }
+            if let p = t.phaseUs ?? t.handshakeUs { tlsPhases.record(p) }
             if let v = t.version { tlsVersions[v, default: 0] += 1 }
             tlsLibraries[t.library ?? "?", default: 0] += 1
             if let a = t.alpn { alpn[a, default: 0] += 1 }
         }
         if let e = c.error { errors[ErrorKey(phase: c.errorPhase ?? "?", name: e), default: 0] += 1 }
+        if let t = c.connectUs { connects.record(t) }
     }
 
     /// Handshakes started but not finished (the connection ended or failed during it).

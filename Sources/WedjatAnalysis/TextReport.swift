@@ -1,4 +1,6 @@
-/// Renders a `Report` for a terminal: headline, processes, peers, tree, warnings.
+/// Renders a `Report` for a terminal: a headline that fits a screen, then hosts, statuses,
+/// the slowest exchanges, peers, stalls, vitals, start-up, processes, tree, drops, warnings.
+/// Long sections show their first rows and say how many more `--format json` lists.
 /// Colour is the caller's decision (TTY and NO_COLOR are CLI concerns); with `color: false`
 /// the output is plain text, which is what the golden files hold.
 public struct TextReport {
@@ -6,42 +8,34 @@ public struct TextReport {
 
     public init(color: Bool = false) { self.color = color }
 
+    /// Rows shown of the long sections.
+    static let processesShown = 30
+    static let treeChildrenShown = 20
+    static let treeLinesShown = 60
+    static let warningsShown = 30
+
     public func render(_ r: Report) -> String {
-        var out: [String] = []
-        let h = r.headline
+        var out = headlineLines(r.headline)
+        out += hostLines(r.http)
+        out += statusLines(r.statuses, requests: r.headline.httpRequests)
+        out += slowestLines(r.slowest, requests: r.headline.httpRequests)
+        out += peerLines(r)
+        out += stallsLines(r.stalls)
+        out += vitalsLines(r.vitals)
+        out += startupLines(r.startup)
+        out += processLines(r.processes)
+        out += treeLines(r)
+        out += dropLines(r.drops)
+        out += warningLines(r.warnings)
+        return out.joined(separator: "\n") + "\n"
+    }
 
-        // Headline.
-        out.append(bold("wedjat report") + ": " + Format.count(h.processes, "process", "processes")
-                   + " (" + Format.count(h.logs, "log") + "), "
-                   + span(h.startTs, h.endTs) + " UTC ("
-                   + Format.duration(h.spanUs) + ")")
-        var totals = [Format.count(h.connections, "connection"),
-                      Format.bytes(h.bytesIn) + " in", Format.bytes(h.bytesOut) + " out"]
-        totals.append(paint(Format.count(h.errors, "error"), h.errors > 0 ? .red : nil))
-        if h.dnsLookups > 0 {
-            totals.append(Format.count(h.dnsLookups, "DNS lookup") + (h.dnsErrors > 0 ? " (\(h.dnsErrors) failed)" : ""))
-        }
-        if h.httpRequests > 0 {
-            totals.append(Format.count(Int(h.httpRequests), "HTTP request")
-                          + (h.httpErrors > 0 ? paint(" (\(h.httpErrors) failed)", .red) : ""))
-        }
-        out.append("  " + totals.joined(separator: ", "))
-        // What was lost, and the warnings that say more: a line of its own.
-        var lost: [String] = []
-        if h.droppedEvents > 0 { lost.append(Format.count(Int(h.droppedEvents), "event")) }
-        if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "record")) }
-        if h.captureDropped > 0 { lost.append(Format.count(Int(h.captureDropped), "capture slot")) }
-        var loss = lost.isEmpty ? [] : ["dropped: " + lost.joined(separator: ", ")]
-        if h.untrackedConnections > 0 { loss.append(Format.count(Int(h.untrackedConnections), "untracked connection")) }
-        out.append("  " + paint(loss.isEmpty ? "0 drops" : loss.joined(separator: "; "), loss.isEmpty ? nil : .yellow)
-                   + "; " + paint(Format.count(h.warnings, "warning"), h.warnings > 0 ? .yellow : nil))
-
-        // Processes, one row per log (an exec'd image has its own row, status `exec → …`).
-        out.append("")
-        out.append(bold("PROCESSES"))
+    /// Processes, one row per log (an exec'd image has its own row, status `exec → …`).
+    func processLines(_ processes: [Report.ProcessRow]) -> [String] {
+        var out = ["", bold("PROCESSES")]
         var procTable = Table(header: ["PID", "PROGRAM", "EXE", "DURATION", "STATUS", "CONNS", "IN", "OUT", "DROPS"],
                               rightAligned: [0, 3, 5, 6, 7, 8])
-        for p in r.processes {
+        for p in processes.prefix(Self.processesShown) {
             let drops = p.droppedEvents + p.droppedRecords + p.captureDropped + p.untrackedConnections
             procTable.add([
                 Cell(String(p.pid)), Cell(p.program), Cell(p.exe ?? "-"), Cell(Format.duration(p.durationUs)),
@@ -51,100 +45,82 @@ public struct TextReport {
             ])
         }
         out += procTable.render(self)
+        out += more(processes.count - Self.processesShown, "process", "processes")
+        return out
+    }
 
-        // Peers.
-        out.append("")
-        out.append(bold("CONNECTIONS BY PEER"))
-        if r.peers.isEmpty {
-            out.append("  (no connections)")
-        } else {
-            var peerTable = Table(header: ["PEER", "COUNT", "IN", "OUT", "P50 ms", "P95 ms", "P99 ms", "ERRORS"],
-                                  rightAligned: [1, 2, 3, 4, 5, 6])
-            for p in r.peers {
-                let pct = p.durationUs
-                var errors = String(p.errors)
-                if !p.errorNames.isEmpty {
-                    // The three most common are enough to see what went wrong.
-                    let names = p.errorNames.prefix(3).map { $0.count == p.errors ? $0.name : "\($0.name)×\($0.count)" }
-                    errors += " (" + names.joined(separator: ", ") + (p.errorNames.count > 3 ? ", …" : "") + ")"
-                }
-                peerTable.add([
-                    Cell(p.key), Cell(String(p.count)), Cell(Format.bytes(p.bytesIn)), Cell(Format.bytes(p.bytesOut)),
-                    Cell(pct.map { Format.ms($0.p50) } ?? "-"), Cell(pct.map { Format.ms($0.p95) } ?? "-"),
-                    Cell(pct.map { Format.ms($0.p99) } ?? "-"), Cell(errors, p.errors > 0 ? .red : nil),
-                ])
+    func peerLines(_ r: Report) -> [String] {
+        var out = ["", bold("CONNECTIONS BY PEER")]
+        guard !r.peers.isEmpty else { return out + ["  (no connections)"] }
+        var peerTable = Table(header: ["PEER", "COUNT", "IN", "OUT", "P50 ms", "P95 ms", "P99 ms", "ERRORS"],
+                              rightAligned: [1, 2, 3, 4, 5, 6])
+        for p in r.peers {
+            let pct = p.durationUs
+            var errors = String(p.errors)
+            if !p.errorNames.isEmpty {
+                // The three most common are enough to see what went wrong.
+                let names = p.errorNames.prefix(3).map { $0.count == p.errors ? $0.name : "\($0.name)×\($0.count)" }
+                errors += " (" + names.joined(separator: ", ") + (p.errorNames.count > 3 ? ", …" : "") + ")"
             }
-            out += peerTable.render(self)
-            out += connectionLines(r.connectionStats)
+            peerTable.add([
+                Cell(p.key), Cell(String(p.count)), Cell(Format.bytes(p.bytesIn)), Cell(Format.bytes(p.bytesOut)),
+                Cell(pct.map { Format.ms($0.p50) } ?? "-"), Cell(pct.map { Format.ms($0.p95) } ?? "-"),
+                Cell(pct.map { Format.ms($0.p99) } ?? "-"), Cell(errors, p.errors > 0 ? .red : nil),
+            ])
         }
+        out += peerTable.render(self)
+        out += connectionLines(r.connectionStats)
+        return out
+    }
 
-        // HTTP exchanges, when there were any.
-        if !r.http.isEmpty {
-            out.append("")
-            out.append(bold("HTTP BY HOST"))
-            var httpTable = Table(header: ["HOST", "REQS", "STATUS", "TTFB P50", "TTFB P95", "P50 ms", "P95 ms", "P99 ms", "ERRORS"],
-                                  rightAligned: [1, 3, 4, 5, 6, 7])
-            for h in r.http {
-                // `~`: the value includes http_summary distributions, so it is an upper bound.
-                func ms(_ p: Report.Percentiles?, _ v: (Report.Percentiles) -> Int64) -> String {
-                    guard let p else { return "-" }
-                    return (p.summarized != nil ? "~" : "") + Format.ms(v(p))
-                }
-                var errors = String(h.errors)
-                // http_summary records count their errors without naming them.
-                let unnamed = h.errors - Int64(h.errorNames.reduce(0) { $0 + $1.count })
-                var names = h.errorNames.prefix(3).map { (name: $0.name, count: Int64($0.count)) }
-                if unnamed > 0 { names.append((name: "summarized", count: unnamed)) }
-                if !names.isEmpty {
-                    let items = names.map { $0.count == h.errors ? $0.name : "\($0.name)×\($0.count)" }
-                    errors += " (" + items.joined(separator: ", ") + (h.errorNames.count > 3 ? ", …" : "") + ")"
-                }
-                httpTable.add([
-                    Cell(h.key), Cell(String(h.requests)),
-                    Cell(h.statusClasses.nonZero.map { "\($0.name)×\($0.count)" }.joined(separator: " ")),
-                    Cell(ms(h.ttfbUs) { $0.p50 }), Cell(ms(h.ttfbUs) { $0.p95 }),
-                    Cell(ms(h.durationUs) { $0.p50 }), Cell(ms(h.durationUs) { $0.p95 }), Cell(ms(h.durationUs) { $0.p99 }),
-                    Cell(errors, h.errors > 0 ? .red : nil),
-                ])
-            }
-            out += httpTable.render(self)
-            let summarized = r.http.reduce(Int64(0)) { $0 + $1.summarized }
-            if summarized > 0 {
-                out.append("  ~ includes " + Format.count(Int(summarized), "exchange")
-                           + " known from http_summary records only: those percentiles are upper bounds")
-            }
-        }
-
-        out += vitalsLines(r.vitals)
-        out += startupLines(r.startup)
-
-        // Tree.
-        out.append("")
-        out.append(bold("PROCESS TREE"))
+    /// The fork/exec tree; a node shows its first children, and the whole tree its first lines.
+    func treeLines(_ r: Report) -> [String] {
+        var out = ["", bold("PROCESS TREE")]
         let byLog = Dictionary(r.processes.map { ($0.log, $0) }, uniquingKeysWith: { a, _ in a })
+        var lines = 0, cut = 0
+        func count(_ n: Report.TreeNode) -> Int { 1 + n.children.reduce(0) { $0 + count($1) } }
         func walk(_ n: Report.TreeNode, prefix: String, connector: String, childPrefix: String) {
+            guard lines < Self.treeLinesShown else { cut += count(n); return }
+            lines += 1
             var facts: [String] = []
             if let last = n.logs.last.flatMap({ byLog[$0] }) { facts.append(last.status) }
             let conns = n.logs.compactMap { byLog[$0] }.reduce(0) { $0 + $1.connections }
             if conns > 0 { facts.append(Format.count(conns, "connection")) }
             out.append(prefix + dim(connector) + "\(n.pid) \(n.label)" + (facts.isEmpty ? "" : "  (" + facts.joined(separator: ", ") + ")"))
-            for (i, c) in n.children.enumerated() {
-                let last = i == n.children.count - 1
+            let shown = n.children.prefix(Self.treeChildrenShown)
+            let hidden = n.children.dropFirst(Self.treeChildrenShown)
+            for (i, c) in shown.enumerated() {
+                let last = i == shown.count - 1 && hidden.isEmpty
                 walk(c, prefix: prefix + dim(childPrefix), connector: last ? "└─ " : "├─ ",
                      childPrefix: last ? "   " : "│  ")
             }
+            if !hidden.isEmpty, lines < Self.treeLinesShown {
+                lines += 1
+                let n = hidden.reduce(0) { $0 + count($1) }
+                out.append(prefix + dim(childPrefix) + dim("└─ ") + "… " + Format.count(n, "more process", "more processes"))
+            } else {
+                cut += hidden.reduce(0) { $0 + count($1) }
+            }
         }
         for root in r.tree { walk(root, prefix: "  ", connector: "", childPrefix: "") }
+        out += more(cut, "process", "processes", what: "in the tree")
+        return out
+    }
 
-        // Warnings last, where they are seen after the data they qualify.
-        out.append("")
-        if r.warnings.isEmpty {
-            out.append(bold("WARNINGS") + ": none")
-        } else {
-            out.append(paint(bold("WARNINGS (\(r.warnings.count))"), .yellow))
-            for w in r.warnings { out.append("  " + w.text) }
-        }
-        return out.joined(separator: "\n") + "\n"
+    /// Warnings last, where they are seen after the data they qualify.
+    func warningLines(_ warnings: [Report.WarningItem]) -> [String] {
+        guard !warnings.isEmpty else { return ["", bold("WARNINGS") + ": none"] }
+        var out = ["", paint(bold("WARNINGS (\(warnings.count))"), .yellow)]
+        for w in warnings.prefix(Self.warningsShown) { out.append("  " + w.text) }
+        out += more(warnings.count - Self.warningsShown, "warning")
+        return out
+    }
+
+    /// `  … 12 more processes (--format json lists all)`, or nothing.
+    func more(_ n: Int, _ singular: String, _ plural: String? = nil, what: String = "") -> [String] {
+        guard n > 0 else { return [] }
+        return ["  … " + Format.count(n, "more " + singular, "more " + (plural ?? singular + "s"))
+                + (what.isEmpty ? "" : " " + what) + " (--format json lists all)"]
     }
 
     /// Totals under the peer table: transports, TLS handshakes, errors by phase (the last two
@@ -243,6 +219,7 @@ public struct TextReport {
             }
             if !facts.isEmpty { out.append("    " + facts.joined(separator: ", ")) }
             if !energy.isEmpty { out.append("    " + energy.joined(separator: "; ")) }
+            out += loopLines(v)
         }
         // The reasons once, not per process.
         for (what, reasons) in [("energy", energyReasons), ("battery", batteryReasons)] {

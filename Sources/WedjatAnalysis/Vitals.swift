@@ -48,11 +48,14 @@ public struct VitalsStats: Sendable {
     /// Per thread: name and the sum of cpu_pct × interval_us while it was among the top ones.
     private var threadPctUs: [Int: (name: String?, pctUs: Double)] = [:]
     private var sampledUs: Int64 = 0
+    /// The samples' `loops`, per thread (Stalls.swift).
+    public private(set) var loops = LoopStatsByThread()
 
     public init() {}
 
     mutating func add(_ s: SampleRecord) {
         samples += 1
+        loops.add(s)
         if let last = points.last, s.ts < last.ts { sorted = false }
         points.append(Point(ts: s.ts, cpuPct: s.cpuTotalPct, rssBytes: s.rssBytes, weight: 1))
         if points.count > Self.maxPoints { compact() }

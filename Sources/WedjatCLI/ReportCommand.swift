@@ -5,8 +5,9 @@ import WedjatAnalysis
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Summarise wedjat logs: processes, connections per peer, HTTP per host, process tree, warnings.",
-        discussion: "Exit status: 0 when a report was produced (even with warnings), 2 when there was nothing to read.")
+        abstract: "Summarise wedjat logs: hosts, HTTP statuses, slowest requests, peers, stalls, vitals, start-up, processes, drops.",
+        discussion: "A progress bar shows on stderr while a long input is read, when stderr is a terminal. "
+            + "Exit status: 0 when a report was produced (even with warnings), 2 when there was nothing to read.")
 
     enum OutputFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
     enum ColorMode: String, ExpressibleByArgument, CaseIterable { case auto, always, never }
@@ -17,22 +18,24 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Colour the text report: auto = only when stdout is a terminal and NO_COLOR is unset.")
     var color: ColorMode = .auto
 
+    @Option(help: ArgumentHelp("Write a self-contained HTML report (waterfall, latency per host, CPU and memory, stall flame graph) to this file instead of printing a report.", valueName: "file"))
+    var html: String?
+
+    @Option(help: ArgumentHelp("How many of the slowest HTTP exchanges to list.", valueName: "n"))
+    var top = 10
+
     @Argument(help: "Log files or directories (searched recursively for *.ndjson). Default: $WEDJAT_DIR, else ./wedjat-logs.")
     var paths: [String] = []
 
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         let inputs = paths.isEmpty ? [env["WEDJAT_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "wedjat-logs"] : paths
-        let analysis: RunAnalysis
-        do {
-            analysis = try RunAnalysis.load(paths: inputs)
-        } catch {
-            // Say why nothing was readable: the per-line warnings are the explanation.
-            for w in error.warnings { printError("wedjat: " + w.description) }
-            printError("wedjat: error: \(error.description)")
-            throw ExitCode(2)
-        }
+        let analysis = try loadRun(inputs, slowest: max(0, top))
         let report = Report(analysis: analysis)
+        if let html {
+            try writeHTML(analysis, report, to: html)
+            return
+        }
         switch format {
         case .json:
             print(try JSONReport.render(report), terminator: "")
@@ -44,6 +47,25 @@ struct ReportCommand: ParsableCommand {
             case .auto: useColor = isatty(STDOUT_FILENO) == 1 && env["NO_COLOR"] == nil
             }
             print(TextReport(color: useColor).render(report), terminator: "")
+        }
+    }
+}
+
+extension ReportCommand {
+    /// The stall stacks are the only part that can fail (symbolizing); the page says why then.
+    private func writeHTML(_ analysis: RunAnalysis, _ report: Report, to path: String) throws {
+        var page = HTMLReport()
+        do {
+            page.foldedStacks = try FoldedStacks.render(analysis)
+        } catch {
+            page.stallError = String(describing: error)
+            printError("wedjat: warning: stall stacks: \(error)")
+        }
+        do {
+            try Data(page.render(analysis, report: report).utf8).write(to: URL(fileURLWithPath: path))
+        } catch {
+            printError("wedjat: error: cannot write \(path): \(error.localizedDescription)")
+            throw ExitCode(1)
         }
     }
 }

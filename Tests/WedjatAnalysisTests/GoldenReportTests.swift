@@ -68,7 +68,9 @@ final class GoldenReportTests: XCTestCase {
         XCTAssertEqual(r.tree.map(\.label), ["bash", "python3.11"])
         XCTAssertEqual(r.tree[0].children.map(\.label), ["bash → exec → curl"])
         XCTAssertEqual(r.tree[0].children[0].pid, 4243)
-        XCTAssertEqual(r.warnings.map(\.kind), ["drops", "no_end"])
+        XCTAssertEqual(r.warnings.map(\.kind), ["no_end"])
+        XCTAssertEqual(r.drops.map(\.pid), [4300])
+        XCTAssertEqual(r.drops.map(\.droppedEvents), [3])
     }
 
     func testColourOnlyWhenAsked() throws {
@@ -80,7 +82,7 @@ final class GoldenReportTests: XCTestCase {
     func testRunSummary() throws {
         XCTAssertEqual(RunSummary.lines(report: try report(), logDir: "/tmp/w logs"), [
             "wedjat: 3 processes, 5 connections (1 error), 6.9 KiB in, 6.9 KiB out, 3 dropped events, 0 dropped records",
-            "wedjat: 2 warnings (see the report)",
+            "wedjat: 1 warning (see the report)",
             "wedjat: logs in /tmp/w logs (4 new files); report: wedjat report '/tmp/w logs'",
         ])
     }

@@ -12,8 +12,7 @@ final class HTTPReportTests: XCTestCase {
     override func tearDown() { dir.remove() }
 
     private func decode(_ json: String) throws -> Record {
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
-        return try Record.decode(object)
+        try Record.decode(line: json)
     }
 
     private func read(_ body: String) throws -> (records: [Record], warnings: [String], file: String) {
@@ -44,7 +43,7 @@ final class HTTPReportTests: XCTestCase {
             requestIndex: 2, reused: true, requestStartTs: 1763782510202200, requestEndTs: 1763782510202200,
             responseStartTs: 1763782510221000, responseEndTs: 1763782510221500, ttfbUs: 18800, waitUs: 18800,
             durationUs: 19300, requestHeaderBytes: 96, requestBodyBytes: 1, responseHeaderBytes: 180,
-            responseBodyBytes: 1024, complete: true, upgraded: true, error: nil))
+            responseBodyBytes: 1024, complete: true, upgraded: true, error: nil, headers: ["request.host": "api.local"]))
     }
 
     func testDecodeHTTPRecordWithoutResponse() throws {
@@ -282,7 +281,10 @@ final class HTTPReportTests: XCTestCase {
     /// Every number here is worked out from the fixture's lines by hand.
     func testFixtureFacts() throws {
         let r = try report()
-        XCTAssertEqual(r.warnings.map(\.kind), ["drops", "drops"])   // capture drops (curl), untracked (python)
+        XCTAssertEqual(r.warnings.map(\.kind), [])
+        // capture drops (curl), untracked (python)
+        XCTAssertEqual(r.drops.map(\.captureDropped), [2, 0])
+        XCTAssertEqual(r.drops.map(\.untrackedConnections), [0, 1])
         XCTAssertEqual(r.headline.connections, 9)
         XCTAssertEqual(r.headline.errors, 3)
         // curl: 6 http records (1 incomplete); python: 2 records + summaries of 100 (1 error) and 2 (2 errors).
@@ -293,8 +295,10 @@ final class HTTPReportTests: XCTestCase {
         XCTAssertEqual(r.processes.map(\.httpRequests), [6, 104])
         XCTAssertEqual(r.processes.map(\.captureDropped), [2, 0])
 
+        // Then the hosts of connections that failed before any request (TLS to 10.0.0.6:443, connect
+        // to :5432), by their address.
         XCTAssertEqual(r.http.map(\.key), ["server ← http://127.0.0.1:8080", "client → https://api.local",
-                                            "client → http://10.0.0.7:80"])
+                                            "client → http://10.0.0.7:80", "client → 10.0.0.6", "client → 127.0.0.1:5432"])
 
         // Server: records (ttfb 100, dur 200, 200 OK) and (300, 400, 500), summary of 100 at
         // ttfb p50/p90/p99/max 120/250/800/1000 and duration 150/300/900/1200 → weights 50/40/9/1;

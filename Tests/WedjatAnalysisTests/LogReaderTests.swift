@@ -151,7 +151,7 @@ final class LogReaderTests: XCTestCase {
         XCTAssertThrowsError(try reader.read(paths: [f, g]) { _, _, _ in }) { error in
             XCTAssertEqual(error as? LogReaderError, .noRecords(files: 2))
         }
-        XCTAssertEqual(reader.warnings.map(\.description), ["\(g):1: invalid JSON; skipped"])
+        XCTAssertEqual(reader.warnings.map(\.description), ["\(f): empty file", "\(g):1: invalid JSON; skipped"])
     }
 
     func testMissingPathIsAWarningNotACrash() throws {

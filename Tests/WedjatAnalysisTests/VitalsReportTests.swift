@@ -21,8 +21,7 @@ final class VitalsReportTests: XCTestCase {
     override func tearDown() { dir.remove() }
 
     private func decode(_ json: String) throws -> Record {
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
-        return try Record.decode(object)
+        try Record.decode(line: json)
     }
 
     private func report() throws -> Report { Report(analysis: try RunAnalysis.load(paths: [Self.fixture])) }

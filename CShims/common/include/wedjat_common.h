@@ -188,6 +188,7 @@ typedef struct wj_config {
     int warning_count;
     char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
     int sample_ms;         // vitals sample interval, 0 = no sampling (WEDJAT_SAMPLE_MS)
+    int stall_ms;          // stall threshold, 0 = no stall detection (WEDJAT_STALL_MS)
 } wj_config;
 
 // Parses WEDJAT_* from a getenv-like lookup. Invalid values: one warning each, default kept.

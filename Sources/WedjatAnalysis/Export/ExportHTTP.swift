@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the exports derive from an `http` record the same way: its URL, the server's name
+/// and port, the peer's address. Only from logged values; nothing is guessed.
+extension HTTPRecord {
+    var schemeOrHTTP: String { scheme ?? "http" }
+
+    /// `scheme://authority/path`. The authority is the logged host (an absolute-form target's,
+    /// the Host header's, or the name the peer was resolved from), else the peer address.
+    var url: String {
+        let authority = host ?? peer ?? ""
+        let target = path ?? ""
+        if target.hasPrefix("/") { return "\(schemeOrHTTP)://\(authority)\(target)" }
+        if target.contains("://") { return target }
+        // CONNECT's authority-form target names the tunnel's far end.
+        if method == "CONNECT", !target.isEmpty { return "\(schemeOrHTTP)://\(target)" }
+        return "\(schemeOrHTTP)://\(authority)"
+    }
+
+    /// The path part of the target (before `?`), for server spans' `url.path`.
+    var targetPath: String? {
+        guard let path, path.hasPrefix("/") else { return nil }
+        return path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
+    }
+
+    /// The query (after `?`), `REDACTED` when wedjat replaced it.
+    var targetQuery: String? {
+        guard let path, path.hasPrefix("/"), let q = path.firstIndex(of: "?") else { return nil }
+        return String(path[path.index(after: q)...])
+    }
+
+    /// The server's name and port: from the logged host, the port from it, else (client) the
+    /// peer's, else the scheme's default.
+    var server: (address: String?, port: Int?) {
+        let authority = host.map(AddressParts.split)
+        let port = authority?.port ?? (role == "client" ? peer.flatMap { AddressParts.split($0).port } : nil)
+            ?? (schemeOrHTTP == "https" ? 443 : 80)
+        return (authority?.host ?? (role == "client" ? peer.map { AddressParts.split($0).host } : nil), port)
+    }
+
+    /// A logged header (`request.content-type`, ...).
+    func header(_ name: String) -> String? { headers[name] }
+
+    /// The end as known: the response's last byte, else the record's time (an exchange cut short
+    /// is written when its connection ends).
+    var endTs: Int64 { responseEndTs ?? ts }
+}
+
+extension ConnectionRecord {
+    /// `1.1` or `1.0` when TLS negotiated it (ALPN); wedjat does not log the request line's version.
+    var negotiatedHTTPVersion: String? {
+        switch tls?.alpn {
+        case "http/1.1": "1.1"
+        case "http/1.0": "1.0"
+        default: nil
+        }
+    }
+}
+
+enum AddressParts {
+    /// `host:port`, `[v6]:port`, `host`, `v6` → host (brackets off) and port.
+    static func split(_ s: String) -> (host: String, port: Int?) {
+        if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
+            let host = String(s[s.index(after: s.startIndex) ..< close])
+            let rest = s[s.index(after: close)...]
+            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
+        }
+        let colons = s.filter { $0 == ":" }.count
+        if colons == 1, let c = s.firstIndex(of: ":"), let port = Int(s[s.index(after: c)...]) {
+            return (String(s[..<c]), port)
+        }
+        return (s, nil)
+    }
+}
+
+enum ExportTime {
+    /// ISO 8601 in UTC with microseconds: `2025-11-22T03:35:10.202200Z`.
+    static func iso8601(_ us: Int64) -> String {
+        var t = time_t(floorDiv(us, 1_000_000))
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        let micros = us - floorDiv(us, 1_000_000) * 1_000_000
+        return "\(Int(tm.tm_year) + 1900)-\(pad(Int(tm.tm_mon) + 1, 2))-\(pad(Int(tm.tm_mday), 2))T"
+            + "\(pad(Int(tm.tm_hour), 2)):\(pad(Int(tm.tm_min), 2)):\(pad(Int(tm.tm_sec), 2)).\(pad(Int(micros), 6))Z"
+    }
+
+    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+
+    private static func pad(_ n: Int, _ width: Int) -> String {
+        let s = String(n)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+}

@@ -1,0 +1,125 @@
+/// A JSON value with ordered keys, written byte for byte the same on every run: the exports are
+/// compared against golden files, and consumers diff them. Numbers from integer microseconds are
+/// written as exact decimals (`.fixed`), never through a Double's shortest representation.
+public indirect enum ExportJSON: Equatable, Sendable {
+    case object([(String, ExportJSON)])
+    case array([ExportJSON])
+    case string(String)
+    case int(Int64)
+    /// `units / 10^decimals`, exactly, trailing zeros trimmed: `.fixed(18800, 3)` is `18.8`.
+    case fixed(Int64, Int)
+    case bool(Bool)
+    case null
+    /// JSON text rendered already (at the level it is placed at): a big document's items are
+    /// rendered one by one, so only their text is held, not a tree of all of them.
+    case raw(String)
+
+    public static func == (a: ExportJSON, b: ExportJSON) -> Bool {
+        switch (a, b) {
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.array(let x), .array(let y)): return x == y
+        case (.string(let x), .string(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.fixed(let x, let p), .fixed(let y, let q)): return x == y && p == q
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.null, .null): return true
+        case (.raw(let x), .raw(let y)): return x == y
+        default: return false
+        }
+    }
+
+    /// Milliseconds from microseconds (HAR timings).
+    static func millis(_ us: Int64) -> ExportJSON { .fixed(us, 3) }
+    /// Seconds from microseconds (OTLP histogram sums).
+    static func seconds(_ us: Int64) -> ExportJSON { .fixed(us, 6) }
+
+    /// Compact text; `indent` > 0 pretty-prints with that many spaces a level (`level`: how
+    /// deep the value will sit in its document).
+    public func rendered(indent: Int = 0, level: Int = 0) -> String {
+        var out = ""
+        write(into: &out, indent: indent, level: level)
+        return out
+    }
+
+    func write(into out: inout String, indent: Int, level: Int) {
+        switch self {
+        case .object(let members):
+            if members.isEmpty { out += "{}"; return }
+            out += "{"
+            for (i, (key, value)) in members.enumerated() {
+                if i > 0 { out += "," }
+                newline(&out, indent, level + 1)
+                ExportJSON.writeString(key, into: &out)
+                out += indent > 0 ? ": " : ":"
+                value.write(into: &out, indent: indent, level: level + 1)
+            }
+            newline(&out, indent, level)
+            out += "}"
+        case .array(let items):
+            if items.isEmpty { out += "[]"; return }
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                newline(&out, indent, level + 1)
+                item.write(into: &out, indent: indent, level: level + 1)
+            }
+            newline(&out, indent, level)
+            out += "]"
+        case .string(let s): ExportJSON.writeString(s, into: &out)
+        case .int(let n): out += String(n)
+        case .fixed(let units, let decimals): out += ExportJSON.decimal(units, decimals)
+        case .bool(let b): out += b ? "true" : "false"
+        case .null: out += "null"
+        case .raw(let text): out += text
+        }
+    }
+
+    private func newline(_ out: inout String, _ indent: Int, _ level: Int) {
+        guard indent > 0 else { return }
+        out += "\n"
+        out += String(repeating: " ", count: indent * level)
+    }
+
+    static func decimal(_ units: Int64, _ decimals: Int) -> String {
+        var scale: Int64 = 1
+        for _ in 0 ..< decimals { scale *= 10 }
+        let magnitude = units.magnitude
+        let whole = magnitude / UInt64(scale)
+        var frac = String(magnitude % UInt64(scale))
+        frac = String(repeating: "0", count: decimals - frac.count) + frac
+        while frac.hasSuffix("0") { frac.removeLast() }
+        return (units < 0 ? "-" : "") + String(whole) + (frac.isEmpty ? "" : "." + frac)
+    }
+
+    static func writeString(_ s: String, into out: inout String) {
+        out += "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        out += "\""
+    }
+}
+
+/// Building objects whose optional members are left out when nil.
+struct JSONObject {
+    private(set) var members: [(String, ExportJSON)] = []
+
+    mutating func add(_ key: String, _ value: ExportJSON) { members.append((key, value)) }
+    mutating func add(_ key: String, _ value: String?) { if let value { members.append((key, .string(value))) } }
+    mutating func add(_ key: String, _ value: Int64?) { if let value { members.append((key, .int(value))) } }
+    mutating func add(_ key: String, _ value: Int?) { if let value { members.append((key, .int(Int64(value)))) } }
+    mutating func add(_ key: String, _ value: Bool?) { if let value { members.append((key, .bool(value))) } }
+
+    var json: ExportJSON { .object(members) }
+}

@@ -1,0 +1,215 @@
+import Foundation
+
+/// One export's text and what the CLI says about it.
+public struct ExportDocument: Sendable {
+    public var text: String
+    /// Entries, events, spans...: what `wedjat export` reports as written.
+    public var count: Int
+    /// Things left out and why, one line each (printed on stderr).
+    public var notes: [String]
+
+    public init(text: String, count: Int, notes: [String]) {
+        self.text = text; self.count = count; self.notes = notes
+    }
+}
+
+/// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) from the client-side `http`
+/// records, with the connect, TLS and DNS phases of their connections. Unknown values are
+/// `-1` (sizes, phases that do not apply) or `""` (strings), as the spec allows.
+public enum HARExport {
+    /// A client's view: server-side exchanges are left out (they are in the other exports).
+    public static let contents: ExportInput.Contents = [.clientExchanges, .httpConnections, .lookups]
+
+    public static func render(_ input: ExportInput) -> ExportDocument {
+        let connections = input.connectionsByID()
+        let lookups = LookupIndex(input)
+        var entries: [(start: Int64, order: Int, json: ExportJSON)] = []
+        var serverSide = input.leftOutExchanges
+        var unplaced = 0
+        for (order, e) in input.exchanges.enumerated() {
+            let h = e.value
+            guard h.role != "server" else { serverSide += 1; continue }
+            let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
+            guard let timings = Timings(h, connection: connection, lookups: lookups, image: e.image) else {
+                unplaced += 1
+                continue
+            }
+            // Rendered now, at its depth in the document (log.entries[i]): only text is kept.
+            let json = ExportJSON.raw(entry(h, timings: timings, connection: connection).rendered(indent: 2, level: 3))
+            entries.append((timings.startTs, order, json))
+        }
+        entries.sort { ($0.start, $0.order) < ($1.start, $1.order) }
+
+        var notes: [String] = []
+        if serverSide > 0 {
+            notes.append("\(serverSide) server-side exchange\(serverSide == 1 ? "" : "s") left out of the HAR (a client's view; they are in the trace and OTLP exports)")
+        }
+        if unplaced > 0 {
+            notes.append("\(unplaced) exchange\(unplaced == 1 ? "" : "s") without a request start left out of the HAR")
+        }
+        if input.summarizedExchanges > 0 {
+            notes.append("\(input.summarizedExchanges) exchange\(input.summarizedExchanges == 1 ? "" : "s") only counted in http_summary records (past WEDJAT_HTTP_RECORDS) have no HAR entry")
+        }
+        let version = input.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
+        let log: ExportJSON = .object([
+            ("log", .object([
+                ("version", .string("1.2")),
+                ("creator", .object([("name", .string("wedjat")), ("version", .string(version))])),
+                ("entries", .array(entries.map(\.json))),
+            ])),
+        ])
+        return ExportDocument(text: log.rendered(indent: 2) + "\n", count: entries.count, notes: notes)
+    }
+
+    /// HAR's phases of one exchange, in microseconds (`nil`: -1, does not apply).
+    struct Timings: Equatable {
+        var startTs: Int64
+        var blocked: Int64?
+        var dns: Int64?
+        var connect: Int64?
+        var ssl: Int64?
+        var send: Int64
+        var wait: Int64
+        var receive: Int64
+
+        /// The entry's `time`: the phases that apply, `ssl` not again (it is inside `connect`).
+        var total: Int64 { (blocked ?? 0) + (dns ?? 0) + (connect ?? 0) + send + wait + receive }
+
+        /// The first exchange of a connection carries its set-up: from the DNS lookup's start
+        /// (when the connection's own lookup is known), the gaps before the connect and after the
+        /// connection was ready as `blocked`, then `dns`, `connect` (TLS included) and `ssl`.
+        /// A reused connection's exchange starts at its request: set-up phases are -1.
+        init?(_ h: HTTPRecord, connection c: ConnectionRecord?, lookups: LookupIndex, image: Int) {
+            guard let requestStart = h.requestStartTs else { return nil }
+            let requestEnd = max(requestStart, h.requestEndTs ?? requestStart)
+            // A response that began before the request ended (an early answer, 100 Continue)
+            // ends the sending: the phases never overlap.
+            let sendEnd = min(requestEnd, h.responseStartTs ?? requestEnd)
+            send = sendEnd - requestStart
+            if let responseStart = h.responseStartTs {
+                wait = max(0, responseStart - sendEnd)
+                receive = max(0, (h.responseEndTs ?? h.ts) - responseStart)
+            } else {
+                // No response: waited until the exchange was cut short (the record's time).
+                wait = max(0, h.ts - sendEnd)
+                receive = 0
+            }
+            startTs = requestStart
+            guard h.requestIndex == 0, let c, let open = c.openTs else { return }
+
+            var start = open
+            var blockedUs: Int64 = 0
+            if let dnsUs = c.dnsUs, dnsUs >= 0 {
+                dns = dnsUs
+                if let lookup = lookups.lookup(of: c, image: image), let lookupStart = lookup.startTs {
+                    start = lookupStart
+                    blockedUs += max(0, open - lookup.ts)
+                } else {
+                    start = open - dnsUs
+                }
+            }
+            var ready = open
+            if let connectUs = c.connectUs, connectUs >= 0 {
+                ready = open + connectUs
+                if let tlsUs = c.tls?.phaseUs, tlsUs >= 0, c.tls?.endTs != nil {
+                    ssl = tlsUs
+                    ready += tlsUs
+                }
+                connect = ready - open
+            }
+            blockedUs += max(0, requestStart - ready)
+            blocked = blockedUs
+            startTs = start
+        }
+    }
+
+    private static func entry(_ h: HTTPRecord, timings t: Timings, connection c: ConnectionRecord?) -> ExportJSON {
+        let version = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? ""
+        var request = JSONObject()
+        request.add("method", .string(h.method ?? ""))
+        request.add("url", .string(h.url))
+        request.add("httpVersion", .string(version))
+        request.add("cookies", .array([]))
+        request.add("headers", headers(h, prefix: "request."))
+        request.add("queryString", queryString(h))
+        request.add("headersSize", .int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1))
+        request.add("bodySize", .int(h.requestBodyBytes))
+
+        let responded = h.responseStartTs != nil
+        var response = JSONObject()
+        response.add("status", .int(Int64(h.status ?? 0)))
+        response.add("statusText", .string(""))
+        response.add("httpVersion", .string(responded ? version : ""))
+        response.add("cookies", .array([]))
+        response.add("headers", headers(h, prefix: "response."))
+        response.add("content", .object([
+            ("size", .int(responded ? h.responseBodyBytes : 0)),
+            ("mimeType", .string(h.header("response.content-type") ?? "")),
+        ]))
+        response.add("redirectURL", .string(""))
+        response.add("headersSize", .int(responded ? h.responseHeaderBytes : -1))
+        response.add("bodySize", .int(responded ? h.responseBodyBytes : -1))
+
+        func phase(_ us: Int64?) -> ExportJSON { us.map(ExportJSON.millis) ?? .int(-1) }
+        var o = JSONObject()
+        o.add("startedDateTime", .string(ExportTime.iso8601(t.startTs)))
+        o.add("time", .millis(t.total))
+        o.add("request", request.json)
+        o.add("response", response.json)
+        o.add("cache", .object([]))
+        o.add("timings", .object([
+            ("blocked", phase(t.blocked)), ("dns", phase(t.dns)), ("connect", phase(t.connect)),
+            ("send", .millis(t.send)), ("wait", .millis(t.wait)), ("receive", .millis(t.receive)),
+            ("ssl", phase(t.ssl)),
+        ]))
+        o.add("serverIPAddress", h.peer.map { AddressParts.split($0).host })
+        if let local = c?.local, let port = AddressParts.split(local).port {
+            o.add("connection", String(port))
+        } else if let id = h.connId {
+            o.add("connection", "\(h.pid)-\(id)")
+        }
+        o.add("_pid", .int(Int64(h.pid)))
+        o.add("_error", h.error)
+        return o.json
+    }
+
+
+    private static func headers(_ h: HTTPRecord, prefix: String) -> ExportJSON {
+        .array(h.headers.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map {
+            .object([("name", .string(String($0.key.dropFirst(prefix.count)))), ("value", .string($0.value))])
+        })
+    }
+
+    /// The query's parameters, unless wedjat redacted it (`?REDACTED` hides how many there were).
+    private static func queryString(_ h: HTTPRecord) -> ExportJSON {
+        guard let query = h.targetQuery, query != "REDACTED", !query.isEmpty else { return .array([]) }
+        return .array(query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
+            return .object([("name", .string(decoded(parts[0]))),
+                            ("value", .string(parts.count > 1 ? decoded(parts[1]) : ""))])
+        })
+    }
+}
+
+/// The `dns` records of each image by name, to find a connection's own lookup (its `dns_us`
+/// says there was one; this finds when it started).
+struct LookupIndex {
+    private var byName: [String: [DNSRecord]] = [:]
+
+    init(_ input: ExportInput) {
+        for l in input.lookups {
+            guard let name = l.value.name else { continue }
+            byName["\(l.image)/\(name)", default: []].append(l.value)
+        }
+    }
+
+    /// The latest lookup of the connection's host with its `dns_us`, ended at most 1 s before
+    /// the connect (the rule by which the writer gave the connection its `dns_us`).
+    func lookup(of c: ConnectionRecord, image: Int) -> DNSRecord? {
+        guard let host = c.host, let dnsUs = c.dnsUs, let open = c.openTs else { return nil }
+        return byName["\(image)/\(host)"]?
+            .filter { $0.durationUs == dnsUs && $0.ts <= open && open - $0.ts <= 1_000_000 }
+            .max { $0.ts < $1.ts }
+    }
+}

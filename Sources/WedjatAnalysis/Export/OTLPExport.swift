@@ -1,0 +1,345 @@
+/// OpenTelemetry (OTLP/JSON, https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding):
+/// spans for HTTP exchanges (CLIENT or SERVER) and DNS lookups, and the histograms
+/// `http.client.request.duration`, `http.server.request.duration` and `dns.lookup.duration`,
+/// with the semantic conventions' attribute names, one resource per process image.
+///
+/// The encoding: trace and span ids as hex, enums as integers, 64-bit integers as strings,
+/// lowerCamelCase field names. Ids are hashes of the process image (pid, start) and the
+/// exchange's or lookup's identity, so exporting the same logs twice gives the same ids.
+public enum OTLPExport {
+    /// The semantic conventions' advisory bucket boundaries for all three durations, in seconds
+    /// (here in microseconds, to bucket integer durations exactly).
+    static let boundariesUs: [Int64] = [5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 250_000, 500_000, 750_000,
+                                        1_000_000, 2_500_000, 5_000_000, 7_500_000, 10_000_000]
+
+    /// OTLP enum values.
+    enum SpanKind: Int64 { case server = 2, client = 3 }
+    static let statusError: Int64 = 2
+    static let temporalityCumulative: Int64 = 2
+
+    /// Connections only for their TLS protocol (ALPN: `network.protocol.version`).
+    public static let contents: ExportInput.Contents = [.clientExchanges, .serverExchanges, .httpConnections, .lookups]
+
+    /// The OTLP file format (as the Collector's file exporter writes and its otlpjsonfile receiver
+    /// reads): JSON Lines, here the traces request, then the metrics request.
+    public static func jsonLines(traces: ExportDocument, metrics: ExportDocument) -> ExportDocument {
+        ExportDocument(text: traces.text + "\n" + metrics.text + "\n", count: traces.count + metrics.count,
+                       notes: traces.notes + metrics.notes)
+    }
+
+    /// `ExportTraceServiceRequest` as one line of JSON.
+    public static func traces(_ input: ExportInput) -> ExportDocument {
+        var perImage: [Int: [ExportJSON]] = [:]
+        let connections = input.connectionsByID()
+        for e in input.exchanges {
+            let connection = e.value.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
+            if let span = httpSpan(e.value, connection: connection, image: input.images[e.image]) {
+                perImage[e.image, default: []].append(.raw(span.rendered()))
+            }
+        }
+        for l in input.lookups {
+            if let span = dnsSpan(l.value, image: input.images[l.image]) {
+                perImage[l.image, default: []].append(.raw(span.rendered()))
+            }
+        }
+        var resourceSpans: [ExportJSON] = []
+        var count = 0
+        for (i, image) in input.images.enumerated() {
+            guard let spans = perImage[i], !spans.isEmpty else { continue }
+            count += spans.count
+            resourceSpans.append(.object([
+                ("resource", resource(image)),
+                ("scopeSpans", .array([.object([("scope", scope(input)), ("spans", .array(spans))])])),
+            ]))
+        }
+        var notes: [String] = []
+        if input.summarizedExchanges > 0 {
+            notes.append("\(input.summarizedExchanges) exchange\(input.summarizedExchanges == 1 ? "" : "s") only counted in http_summary records have no span and are not in the duration histograms")
+        }
+        let doc: ExportJSON = .object([("resourceSpans", .array(resourceSpans))])
+        return ExportDocument(text: doc.rendered(), count: count, notes: notes)
+    }
+
+    /// `ExportMetricsServiceRequest` as one line of JSON: per process image, the three duration histograms
+    /// over its whole life (cumulative, from the image's start to its end).
+    public static func metrics(_ input: ExportInput) -> ExportDocument {
+        var client: [Int: HistogramSet] = [:]
+        var server: [Int: HistogramSet] = [:]
+        var dns: [Int: HistogramSet] = [:]
+        for e in input.exchanges {
+            let h = e.value
+            guard let start = h.requestStartTs else { continue }
+            let duration = max(0, h.endTs - start)
+            if h.role == "server" {
+                server[e.image, default: HistogramSet()].record(duration, attributes: httpMetricAttributes(h))
+            } else {
+                client[e.image, default: HistogramSet()].record(duration, attributes: httpMetricAttributes(h))
+            }
+        }
+        for l in input.lookups {
+            guard let d = l.value.durationUs else { continue }
+            var attrs = Attributes()
+            attrs.add("dns.question.name", l.value.name ?? "")
+            attrs.add("error.type", l.value.error)
+            dns[l.image, default: HistogramSet()].record(d, attributes: attrs)
+        }
+        var resourceMetrics: [ExportJSON] = []
+        var count = 0
+        for (i, image) in input.images.enumerated() {
+            let start = image.startTs * 1000
+            let end = image.lastKnownTs * 1000
+            var metrics: [ExportJSON] = []
+            for (name, description, set) in [
+                ("http.client.request.duration", "Duration of HTTP client requests.", client[i]),
+                ("http.server.request.duration", "Duration of HTTP server requests.", server[i]),
+                ("dns.lookup.duration", "Measures the time taken to perform a DNS lookup.", dns[i]),
+            ] {
+                guard let set, !set.points.isEmpty else { continue }
+                count += set.points.count
+                metrics.append(.object([
+                    ("name", .string(name)), ("description", .string(description)), ("unit", .string("s")),
+                    ("histogram", .object([
+                        ("dataPoints", .array(set.points.map { $0.json(start: start, end: end) })),
+                        ("aggregationTemporality", .int(temporalityCumulative)),
+                    ])),
+                ]))
+            }
+            guard !metrics.isEmpty else { continue }
+            resourceMetrics.append(.object([
+                ("resource", resource(image)),
+                ("scopeMetrics", .array([.object([("scope", scope(input)), ("metrics", .array(metrics))])])),
+            ]))
+        }
+        let doc: ExportJSON = .object([("resourceMetrics", .array(resourceMetrics))])
+        return ExportDocument(text: doc.rendered(), count: count, notes: [])
+    }
+
+    // MARK: spans
+
+    static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"]
+
+    private static func httpSpan(_ h: HTTPRecord, connection: ConnectionRecord?, image: ProcessLog) -> ExportJSON? {
+        guard let start = h.requestStartTs else { return nil }
+        let isServer = h.role == "server"
+        let method = h.method ?? ""
+        let known = knownMethods.contains(method)
+        var attrs = Attributes()
+        attrs.add("http.request.method", known ? method : "_OTHER")
+        if !known { attrs.add("http.request.method_original", method) }
+        let (serverAddress, serverPort) = h.server
+        attrs.add("url.scheme", h.schemeOrHTTP)
+        if isServer {
+            attrs.add("url.path", h.targetPath ?? h.path ?? "")
+            attrs.add("url.query", h.targetQuery)
+        } else {
+            attrs.add("url.full", h.url)
+        }
+        attrs.add("server.address", serverAddress)
+        attrs.add("server.port", serverPort.map(Int64.init))
+        if let peer = h.peer {
+            let p = AddressParts.split(peer)
+            if isServer { attrs.add("client.address", p.host); attrs.add("client.port", p.port.map(Int64.init)) }
+            attrs.add("network.peer.address", p.host)
+            attrs.add("network.peer.port", p.port.map(Int64.init))
+        }
+        attrs.add("network.protocol.name", "http")
+        attrs.add("network.protocol.version", connection?.negotiatedHTTPVersion)
+        attrs.add("http.response.status_code", h.status.map(Int64.init))
+        attrs.add("http.request.body.size", h.requestBodyBytes)
+        if h.responseStartTs != nil { attrs.add("http.response.body.size", h.responseBodyBytes) }
+        attrs.add("user_agent.original", h.header("request.user-agent"))
+        let errorType = httpErrorType(h)
+        attrs.add("error.type", errorType)
+
+        let identity = "http/\(h.role)/\(h.connId.map(String.init) ?? "ts\(h.ts)")/\(h.requestIndex.map(String.init) ?? "-")"
+        var span = JSONObject()
+        let ids = SpanIDs(image: image, identity: identity)
+        span.add("traceId", ids.traceId)
+        span.add("spanId", ids.spanId)
+        span.add("name", .string(known ? method : "HTTP"))
+        span.add("kind", .int((isServer ? SpanKind.server : SpanKind.client).rawValue))
+        span.add("startTimeUnixNano", .string(String(start * 1000)))
+        span.add("endTimeUnixNano", .string(String(max(start, h.endTs) * 1000)))
+        span.add("attributes", attrs.json)
+        if let errorType { span.add("status", .object([("message", .string(errorType)), ("code", .int(statusError))])) }
+        return span.json
+    }
+
+    /// The semantic conventions' `error.type`: a client's 4xx and 5xx, a server's 5xx (as the
+    /// status code), an exchange cut short or unparsable (wedjat's `error`); a capture gap
+    /// (`desync`) only when it hid the status.
+    static func httpErrorType(_ h: HTTPRecord) -> String? {
+        if let status = h.status, status >= (h.role == "server" ? 500 : 400) { return String(status) }
+        switch h.error {
+        case "incomplete"?, "parse"?: return h.error
+        case let e? where h.status == nil: return e
+        default: return nil
+        }
+    }
+
+    private static func httpMetricAttributes(_ h: HTTPRecord) -> Attributes {
+        var attrs = Attributes()
+        let method = h.method ?? ""
+        attrs.add("http.request.method", knownMethods.contains(method) ? method : "_OTHER")
+        attrs.add("url.scheme", h.schemeOrHTTP)
+        if h.role != "server" {
+            let (address, port) = h.server
+            attrs.add("server.address", address)
+            attrs.add("server.port", port.map(Int64.init))
+        }
+        attrs.add("http.response.status_code", h.status.map(Int64.init))
+        attrs.add("error.type", httpErrorType(h))
+        return attrs
+    }
+
+    private static func dnsSpan(_ d: DNSRecord, image: ProcessLog) -> ExportJSON? {
+        guard let duration = d.durationUs else { return nil }
+        let start = d.startTs ?? (d.ts - duration)
+        var attrs = Attributes()
+        attrs.add("dns.question.name", d.name ?? "")
+        if !d.addresses.isEmpty { attrs.add("dns.answers", strings: d.addresses) }
+        attrs.add("wedjat.dns.api", d.api)
+        attrs.add("error.type", d.error)
+        let ids = SpanIDs(image: image, identity: "dns/\(d.tid.map(String.init) ?? "-")/\(start)/\(d.name ?? "")")
+        var span = JSONObject()
+        span.add("traceId", ids.traceId)
+        span.add("spanId", ids.spanId)
+        span.add("name", .string(d.api ?? "dns lookup"))
+        span.add("kind", .int(SpanKind.client.rawValue))
+        span.add("startTimeUnixNano", .string(String(start * 1000)))
+        span.add("endTimeUnixNano", .string(String((start + max(0, duration)) * 1000)))
+        span.add("attributes", attrs.json)
+        if let error = d.error { span.add("status", .object([("message", .string(error)), ("code", .int(statusError))])) }
+        return span.json
+    }
+
+    // MARK: resource, scope
+
+    private static func scope(_ input: ExportInput) -> ExportJSON {
+        var o = JSONObject()
+        o.add("name", "wedjat")
+        o.add("version", input.images.lazy.compactMap { $0.start?.wedjatVersion }.first)
+        return o.json
+    }
+
+    /// The process image as an OpenTelemetry resource (`service.name` is the program).
+    static func resource(_ image: ProcessLog) -> ExportJSON {
+        var attrs = Attributes()
+        attrs.add("service.name", image.program)
+        attrs.add("process.pid", Int64(image.pid))
+        if let s = image.start {
+            attrs.add("process.parent_pid", s.ppid.map(Int64.init))
+            attrs.add("process.executable.path", s.exe)
+            attrs.add("process.executable.name", image.program)
+            if !s.argv.isEmpty { attrs.add("process.command_args", strings: s.argv) }
+            attrs.add("process.creation.time", s.processStartTs.map(ExportTime.iso8601))
+            attrs.add("host.name", s.hostname)
+            attrs.add("wedjat.log.file", s.log)
+        }
+        attrs.add("os.type", "linux")
+        return .object([("attributes", attrs.json)])
+    }
+
+    // MARK: building blocks
+
+    /// OTLP `KeyValue`s, in the order added; nil values are left out.
+    struct Attributes: Hashable {
+        private(set) var pairs: [(String, ExportJSON)] = []
+
+        mutating func add(_ key: String, _ value: String?) { if let value { pairs.append((key, .object([("stringValue", .string(value))]))) } }
+        mutating func add(_ key: String, _ value: Int64?) { if let value { pairs.append((key, .object([("intValue", .string(String(value)))]))) } }
+        mutating func add(_ key: String, strings: [String]) {
+            pairs.append((key, .object([("arrayValue", .object([("values", .array(strings.map { .object([("stringValue", .string($0))]) }))]))])))
+        }
+
+        var json: ExportJSON { .array(pairs.map { .object([("key", .string($0.0)), ("value", $0.1)]) }) }
+
+        static func == (a: Attributes, b: Attributes) -> Bool { a.json == b.json }
+        func hash(into hasher: inout Hasher) { hasher.combine(json.rendered()) }
+    }
+
+    /// Histograms of one metric, one data point per distinct attribute set (in first-seen order).
+    struct HistogramSet {
+        private(set) var points: [Point] = []
+        private var index: [Attributes: Int] = [:]
+
+        mutating func record(_ us: Int64, attributes: Attributes) {
+            let i: Int
+            if let known = index[attributes] {
+                i = known
+            } else {
+                i = points.count
+                index[attributes] = i
+                points.append(Point(attributes: attributes))
+            }
+            points[i].record(us)
+        }
+
+        struct Point {
+            var attributes: Attributes
+            var count: Int64 = 0
+            var sumUs: Int64 = 0
+            var minUs: Int64 = .max
+            var maxUs: Int64 = .min
+            var buckets = [Int64](repeating: 0, count: OTLPExport.boundariesUs.count + 1)
+
+            init(attributes: Attributes) { self.attributes = attributes }
+
+            mutating func record(_ us: Int64) {
+                count += 1
+                sumUs += us
+                minUs = min(minUs, us)
+                maxUs = max(maxUs, us)
+                // Bucket i holds (bound[i-1], bound[i]]: upper bounds inclusive, as OTLP says.
+                buckets[OTLPExport.boundariesUs.firstIndex { us <= $0 } ?? OTLPExport.boundariesUs.count] += 1
+            }
+
+            func json(start: Int64, end: Int64) -> ExportJSON {
+                .object([
+                    ("attributes", attributes.json),
+                    ("startTimeUnixNano", .string(String(start))),
+                    ("timeUnixNano", .string(String(end))),
+                    ("count", .string(String(count))),
+                    ("sum", .seconds(sumUs)),
+                    ("bucketCounts", .array(buckets.map { .string(String($0)) })),
+                    ("explicitBounds", .array(OTLPExport.boundariesUs.map { .seconds($0) })),
+                    ("min", .seconds(minUs)),
+                    ("max", .seconds(maxUs)),
+                ])
+            }
+        }
+    }
+
+    /// Trace and span ids: hashes (FNV-1a, then MurmurHash3's finalizer to spread the bits) of
+    /// the image (pid, start) and the item's identity. Stable across exports of the same logs;
+    /// never all zero (an invalid id in OTLP).
+    struct SpanIDs {
+        var traceId: String
+        var spanId: String
+
+        init(image: ProcessLog, identity: String) {
+            let base = "\(image.pid)/\(image.startTs)/\(identity)"
+            traceId = SpanIDs.hex(SpanIDs.fnv1a(base, seed: 1)) + SpanIDs.hex(SpanIDs.fnv1a(base, seed: 2))
+            spanId = SpanIDs.hex(SpanIDs.fnv1a(base, seed: 3))
+        }
+
+        static func fnv1a(_ s: String, seed: UInt8) -> UInt64 {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in [seed] + Array(s.utf8) {
+                h ^= UInt64(byte)
+                h = h &* 0x0000_0100_0000_01b3
+            }
+            h ^= h >> 33
+            h = h &* 0xff51_afd7_ed55_8ccd
+            h ^= h >> 33
+            h = h &* 0xc4ce_b9fe_1a85_ec53
+            h ^= h >> 33
+            return h == 0 ? 1 : h
+        }
+
+        static func hex(_ v: UInt64) -> String {
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: 16 - s.count) + s
+        }
+    }
+}

@@ -1,0 +1,210 @@
+// The headline and the per-host sections of the text report: HOSTS, HOST LATENCY, HTTP
+// STATUS, SLOWEST REQUESTS, DROPS.
+
+extension TextReport {
+    static let hostsShown = 20
+    static let latencyHostsShown = 10
+    static let statusesShown = 12
+
+    /// At most 8 lines: what ran, connections, HTTP, latency, vitals, stalls, losses.
+    func headlineLines(_ h: Report.Headline) -> [String] {
+        var out = [bold("wedjat report") + ": " + Format.count(h.processes, "process", "processes")
+                   + " (" + Format.count(h.logs, "log") + "), " + span(h.startTs, h.endTs) + " UTC ("
+                   + Format.duration(h.spanUs) + ")"]
+        func row(_ label: String, _ text: String) { out.append("  " + bold(label.padding(toLength: 12, withPad: " ", startingAt: 0)) + text) }
+
+        var conns = "\(h.connections)"
+        if h.errors > 0 {
+            conns += ", " + paint("\(h.errors) failed", .red) + (h.connectionErrorRate.map { " (" + percent($0) + ")" } ?? "")
+        }
+        conns += "; " + Format.bytes(h.bytesIn) + " in, " + Format.bytes(h.bytesOut) + " out"
+        if h.dnsLookups > 0 {
+            conns += "; " + Format.count(h.dnsLookups, "DNS lookup") + (h.dnsErrors > 0 ? ", " + paint("\(h.dnsErrors) failed", .red) : "")
+        }
+        row("connections", conns)
+
+        if h.httpRequests > 0 {
+            var http = Format.count(Int(h.httpRequests), "request")
+            var rates: [String] = []
+            if let r = h.networkErrorRate { rates.append("network errors " + paint(percent(r), r > 0 ? .red : nil)) }
+            if let r = h.httpErrorRate {
+                rates.append("HTTP errors " + paint(percent(r), r > 0 ? .red : nil)
+                             + " (4xx " + percent(h.clientErrorRate ?? 0) + ", 5xx " + percent(h.serverErrorRate ?? 0) + ")")
+            }
+            if !rates.isEmpty { http += "; " + rates.joined(separator: ", ") }
+            row("HTTP", http)
+        }
+
+        var latency: [String] = []
+        func phase(_ name: String, _ p: Report.Percentiles?, p99: Bool) {
+            guard let p else { return }
+            latency.append(name + " p50 " + Format.duration(p.p50) + (p99 ? ", p99 " + Format.duration(p.p99) : ""))
+        }
+        phase("TTFB", h.ttfbUs, p99: true)
+        phase("total", h.durationUs, p99: true)
+        phase("connect", h.connectUs, p99: false)
+        phase("TLS", h.tlsUs, p99: false)
+        phase("DNS", h.dnsUs, p99: false)
+        if !latency.isEmpty { row("latency", latency.joined(separator: "; ")) }
+
+        var vitals: [String] = []
+        if let c = h.cpuTimeUs { vitals.append("CPU time " + Format.duration(c)) }
+        if let m = h.peakRssBytes { vitals.append("peak RSS " + Format.bytes(m)) }
+        if !vitals.isEmpty { row("vitals", vitals.joined(separator: ", ")) }
+
+        if let n = h.stalls, n > 0 {
+            row("stalls", paint("\(n)", .yellow) + (h.longestStallUs.map { ", longest " + Format.duration($0) } ?? ""))
+        }
+
+        // What was lost, and the warnings that say more.
+        var lost: [String] = []
+        if h.droppedEvents > 0 { lost.append(Format.count(Int(h.droppedEvents), "event")) }
+        if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "record")) }
+        if h.captureDropped > 0 { lost.append(Format.count(Int(h.captureDropped), "capture slot")) }
+        var loss = lost.isEmpty ? [] : ["dropped " + lost.joined(separator: ", ")]
+        if h.untrackedConnections > 0 { loss.append(Format.count(Int(h.untrackedConnections), "untracked connection")) }
+        row("losses", paint(loss.isEmpty ? "0 drops" : loss.joined(separator: "; "), loss.isEmpty ? nil : .yellow)
+            + "; " + paint(Format.count(h.warnings, "warning"), h.warnings > 0 ? .yellow : nil))
+        return out
+    }
+
+    /// HOSTS (requests, connections, error rates, bytes) and HOST LATENCY (phases).
+    func hostLines(_ hosts: [Report.HTTPRow]) -> [String] {
+        guard !hosts.isEmpty else { return [] }
+        var out = ["", bold("HOSTS") + " (by requests)"]
+        var table = Table(header: ["HOST", "REQS", "CONNS", "NET ERR", "4XX", "5XX", "IN", "OUT", "RATE", "TTFB P50",
+                                   "TTFB P99", "ERRORS"],
+                          rightAligned: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        for h in hosts.prefix(Self.hostsShown) {
+            func rate(_ r: Double?) -> Cell { Cell(r.map(percent) ?? "-", (r ?? 0) > 0 ? .red : nil) }
+            table.add([
+                Cell(h.key), Cell(String(h.requests)), Cell(String(h.connections)), rate(h.networkErrorRate),
+                rate(h.clientErrorRate), rate(h.serverErrorRate), Cell(Format.bytes(h.responseBytes)),
+                Cell(Format.bytes(h.requestBytes)), Cell(h.throughputBytesPerS.map { Format.bytes($0) + "/s" } ?? "-"),
+                Cell(ms(h.ttfbUs) { $0.p50 }), Cell(ms(h.ttfbUs) { $0.p99 }),
+                Cell(errorText(h), h.networkErrors > 0 ? .red : nil),
+            ])
+        }
+        out += table.render(self)
+        out += more(hosts.count - Self.hostsShown, "host")
+        out.append(dim("  NET ERR: cut-short exchanges and failed connects, of both; 4XX, 5XX: of requests;"
+                       + " RATE: bytes/s in flight"))
+        if hosts.contains(where: { $0.summarized > 0 }) {
+            let n = hosts.reduce(Int64(0)) { $0 + $1.summarized }
+            out.append("  ~ includes " + Format.count(Int(n), "exchange")
+                       + " known from http_summary records only: those percentiles are upper bounds")
+        }
+
+        // One row per phase that has values.
+        var latency = Table(header: ["HOST LATENCY", "PHASE", "COUNT", "P50 ms", "P95 ms", "P99 ms", "MAX ms"],
+                            rightAligned: [2, 3, 4, 5, 6])
+        var listed = 0
+        for h in hosts where listed < Self.latencyHostsShown {
+            let phases: [(String, Report.Percentiles?)] = [("DNS", h.dnsUs), ("connect", h.connectUs), ("TLS", h.tlsUs),
+                                                           ("TTFB", h.ttfbUs), ("total", h.durationUs)]
+            var first = true
+            for (name, p) in phases {
+                guard let p else { continue }
+                latency.add([Cell(first ? h.key : ""), Cell(name), Cell(String(p.count)), Cell(ms(p) { $0.p50 }),
+                             Cell(ms(p) { $0.p95 }), Cell(ms(p) { $0.p99 }), Cell(ms(p) { $0.max })])
+                first = false
+            }
+            if !first { listed += 1 }
+        }
+        if listed > 0 {
+            out.append("")
+            out += latency.render(self)
+            let withPhases = hosts.filter { [$0.dnsUs, $0.connectUs, $0.tlsUs, $0.ttfbUs, $0.durationUs].contains { $0 != nil } }.count
+            out += more(withPhases - listed, "host")
+        }
+        return out
+    }
+
+    /// Exchange errors by name, then connections that failed before a request.
+    private func errorText(_ h: Report.HTTPRow) -> String {
+        guard h.networkErrors > 0 else { return "0" }
+        // http_summary records count their errors without naming them.
+        var items = h.errorNames.prefix(3).map { "\($0.name)×\($0.count)" }
+        let unnamed = h.errors - Int64(h.errorNames.reduce(0) { $0 + $1.count })
+        if unnamed > 0 { items.append("summarized×\(unnamed)") }
+        if h.failedConnections > 0 { items.append("connect failed×\(h.failedConnections)") }
+        return "\(h.networkErrors) (" + items.joined(separator: ", ") + ")"
+    }
+
+    func statusLines(_ statuses: [Report.StatusRow], requests: Int64) -> [String] {
+        guard requests > 0, !statuses.isEmpty else { return [] }
+        var out = ["", bold("HTTP STATUS")]
+        var table = Table(header: ["STATUS", "COUNT", "SHARE", "HOSTS"], rightAligned: [1, 2])
+        for s in statuses.prefix(Self.statusesShown) {
+            let colour: Colour? = s.status.map { $0 >= 500 ? .red : $0 >= 400 ? .yellow : nil } ?? .red
+            var hosts = s.hosts.map { $0.count == s.count ? $0.key : "\($0.key)×\($0.count)" }.joined(separator: ", ")
+            if s.moreHosts > 0 { hosts += ", … (\(s.moreHosts) more)" }
+            table.add([Cell(s.status.map(String.init) ?? "none", colour), Cell(String(s.count)), Cell(percent(s.share)),
+                       Cell(hosts)])
+        }
+        out += table.render(self)
+        out += more(statuses.count - Self.statusesShown, "status code")
+        return out
+    }
+
+    func slowestLines(_ rows: [Report.SlowRow], requests: Int64) -> [String] {
+        guard !rows.isEmpty else { return [] }
+        var out = ["", bold("SLOWEST REQUESTS") + " (\(rows.count) of " + Format.count(Int(requests), "exchange")
+                   + ", by total time; phases in ms)"]
+        var table = Table(header: ["TOTAL ms", "TTFB ms", "REQUEST", "STATUS", "PHASES", "PID", "RECORD"],
+                          rightAligned: [0, 1, 5])
+        for r in rows {
+            let target = (r.scheme.map { $0 + "://" } ?? "") + r.host + shortened(r.path ?? "", 60)
+            let request = (r.role == "client" ? "" : r.role + " ") + (r.method ?? "?") + " " + target
+            var phases: [String] = []
+            for (name, v) in [("dns", r.dnsUs), ("connect", r.connectUs), ("tls", r.tlsUs), ("send", r.sendUs),
+                              ("wait", r.waitUs), ("receive", r.receiveUs)] {
+                if let v { phases.append(name + " " + Format.ms(v)) }
+            }
+            let status = r.status.map(String.init) ?? "-"
+            table.add([
+                Cell(Format.ms(r.durationUs)), Cell(r.ttfbUs.map(Format.ms) ?? "-"), Cell(request),
+                Cell(status + (r.error.map { " " + $0 } ?? ""), r.error != nil || (r.status ?? 0) >= 500 ? .red : nil),
+                Cell(phases.joined(separator: " ")), Cell(String(r.pid)),
+                Cell(baseName(r.log) + ":\(r.line)"),
+            ])
+        }
+        out += table.render(self)
+        return out
+    }
+
+    func dropLines(_ rows: [Report.DropRow]) -> [String] {
+        guard !rows.isEmpty else { return [] }
+        var out = ["", paint(bold("DROPS"), .yellow) + " (data wedjat lost; --format json lists all)"]
+        var table = Table(header: ["PID", "PROGRAM", "EVENTS", "RECORDS", "CAPTURE", "UNTRACKED"], rightAligned: [0, 2, 3, 4, 5])
+        for d in rows.prefix(Self.processesShown) {
+            table.add([Cell(String(d.pid)), Cell(d.program), Cell(String(d.droppedEvents)), Cell(String(d.droppedRecords)),
+                       Cell(String(d.captureDropped)), Cell(String(d.untrackedConnections))])
+        }
+        out += table.render(self)
+        out += more(rows.count - Self.processesShown, "process", "processes")
+        out.append(dim("  EVENTS: hook events lost (ring full); RECORDS: log lines not written; CAPTURE: captured bytes lost"
+                       + " (their HTTP exchanges have error \"desync\"); UNTRACKED: connections over a limit"))
+        return out
+    }
+
+    /// Milliseconds, `~` first when the values include http_summary distributions (upper bounds).
+    func ms(_ p: Report.Percentiles?, _ v: (Report.Percentiles) -> Int64) -> String {
+        guard let p else { return "-" }
+        return (p.summarized != nil ? "~" : "") + Format.ms(v(p))
+    }
+
+    /// `12.34%` of a 0...1 ratio; `<0.01%` for a small non-zero one.
+    func percent(_ r: Double) -> String {
+        r > 0 && r < 0.00005 ? "<0.01%" : Format.fixed(r * 100, 2) + "%"
+    }
+
+    /// At most `width` characters, the cut marked with `…`.
+    func shortened(_ s: String, _ width: Int) -> String {
+        s.count <= width ? s : String(s.prefix(width - 1)) + "…"
+    }
+
+    func baseName(_ path: String) -> String {
+        path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+    }
+}

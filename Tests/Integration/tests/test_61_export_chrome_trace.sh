@@ -1,0 +1,64 @@
+# `wedjat export --chrome-trace`: a watched fixtures/delay_server.py answers a watched curl
+# making four transfers at once (-Z: four connections overlapping on curl's one thread) and
+# three more on one kept-alive connection, by a name resolved with getaddrinfo; a watched
+# python loop stalls three times (busy 400 ms between two select calls). The trace is loaded
+# by Perfetto's trace processor (fixtures/check_trace.py; it falls back to a strict Trace
+# Event Format check when the trace processor cannot be had, and says so) and its slices,
+# read back with SQL, must be the logs' connections (with their connect phases), HTTP
+# exchanges, DNS lookups and stalls, with their exact durations.
+. "$WJ_LIB/common.sh"
+[ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
+command -v curl >/dev/null || skip "curl is not installed"
+fixtures_dir=$WJ_LIB/../fixtures
+
+wj_bg server logs "$PYTHON" "$fixtures_dir/delay_server.py"
+srv=$BG_PID
+for i in $(seq 1 100); do
+    grep -q '^port ' server.out 2>/dev/null && break
+    sleep 0.05
+done
+port=$(awk '/^port /{ print $2; exit }' server.out)
+[ -n "$port" ] || fail "delay_server did not start: $(cat server.out)"
+host=$(hostname)
+[ "$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')" = 127.0.0.1 ] || host=127.0.0.1
+
+base=http://$host:$port
+wj logs curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 4 -o /dev/null -o /dev/null -o /dev/null -o /dev/null \
+    "$base/delay/200" "$base/delay/150" "$base/delay/100" "$base/delay/50" || fail "parallel curl failed"
+wj logs curl -s -o /dev/null -o /dev/null -o /dev/null "$base/delay/10" "$base/bytes/5000" "$base/nothere" \
+    || fail "sequential curl failed"
+wj logs "$PYTHON" -c '
+import select, socket, time
+a, b = socket.socketpair()
+for _ in range(3):
+    select.select([a], [], [], 0.05)
+    t = time.monotonic()
+    while time.monotonic() - t < 0.4:
+        pass
+select.select([a], [], [], 0.01)
+' || fail "the stalling loop failed"
+bg_stop "$srv"
+
+stalls=$(cat logs/*.ndjson | grep -c '"type":"stall"')
+[ "$stalls" -gt 0 ] || note "no stall records in the logs (stall detection off in this build?): no stall slices to check"
+
+timeout -k 5 60 "$WEDJAT_CLI" export --chrome-trace trace.json logs > export.out 2> export.err \
+    || fail "wedjat export --chrome-trace exited $?: $(cat export.err)"
+cat export.err
+python3 "$fixtures_dir/check_trace.py" trace.json logs > check.out 2>&1
+rc=$?
+grep -v '^Downloading' check.out
+[ $rc = 0 ] || fail "check_trace.py"
+
+# The four parallel connections overlap: they are on four tracks of curl's process.
+python3 - trace.json <<'PY' || fail "overlapping connections share a track"
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+conns = [e for e in events if e.get("ph") == "X" and e.get("cat") == "connection" and e["name"].startswith("tcp → ")]
+lanes = collections.defaultdict(set)
+for c in conns:
+    lanes[c["pid"]].add(c["tid"])
+assert max(len(v) for v in lanes.values()) >= 4, dict(lanes)
+print("# client connection tracks per process:", {p: len(v) for p, v in lanes.items()})
+PY
+finish

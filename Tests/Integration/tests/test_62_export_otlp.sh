@@ -1,0 +1,66 @@
+# `wedjat export --otlp URL` and `--otlp-json FILE`: a watched fixtures/delay_server.py (HTTP
+# server spans) and a watched curl (client spans, a 404, a lookup by name), exported to a
+# local receiver (fixtures/otlp_receiver.py: OTLP/HTTP with JSON, decoded by the
+# opentelemetry-proto package) and to a file; fixtures/check_otlp.py decodes both the same way
+# and compares spans and histograms with the logs. Also: ids are the same on a second export,
+# a collector's 503 and a refused connection are errors (exit status 1) that say so.
+. "$WJ_LIB/common.sh"
+[ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
+command -v curl >/dev/null || skip "curl is not installed"
+python3 -c 'import opentelemetry.proto' 2>/dev/null || skip "python3 opentelemetry-proto is missing (scripts/deps.sh)"
+fixtures_dir=$WJ_LIB/../fixtures
+
+wj_bg server logs "$PYTHON" "$fixtures_dir/delay_server.py"
+srv=$BG_PID
+for i in $(seq 1 100); do
+    grep -q '^port ' server.out 2>/dev/null && break
+    sleep 0.05
+done
+port=$(awk '/^port /{ print $2; exit }' server.out)
+[ -n "$port" ] || fail "delay_server did not start: $(cat server.out)"
+host=$(hostname)
+[ "$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')" = 127.0.0.1 ] || host=127.0.0.1
+base=http://$host:$port
+wj logs curl -s -o /dev/null -o /dev/null -o /dev/null "$base/delay/30" "$base/bytes/2000" "$base/nothere" \
+    || fail "curl failed"
+wj logs curl -s -o /dev/null "http://127.0.0.1:$port/delay/120" || fail "curl failed"
+bg_stop "$srv"
+
+mkdir -p received
+bg_start receiver "$PYTHON" "$fixtures_dir/otlp_receiver.py" received
+recv=$BG_PID
+wait_file received/port || fail "otlp_receiver did not start: $(cat receiver.out)"
+rport=$(cat received/port)
+cli() { timeout -k 5 60 "$WEDJAT_CLI" "$@"; }
+
+cli export --otlp "http://127.0.0.1:$rport" --otlp-json out.jsonl logs > export.out 2> export.err \
+    || fail "wedjat export --otlp exited $?: $(cat export.err)"
+cat export.err
+grep -qE "sent [0-9]+ spans to http://127.0.0.1:$rport/v1/traces: HTTP 200" export.err || fail "no HTTP 200 for the traces"
+grep -qE "sent [0-9]+ metric data points to http://127.0.0.1:$rport/v1/metrics: HTTP 200" export.err || fail "no HTTP 200 for the metrics"
+[ ! -e received/errors.txt ] || fail "the receiver could not decode: $(cat received/errors.txt)"
+[ -f received/traces.1.json ] && [ -f received/metrics.2.json ] || fail "the receiver got: $(ls received)"
+python3 "$fixtures_dir/check_otlp.py" logs received/traces.1.json received/metrics.2.json || fail "check_otlp.py (sent)"
+python3 "$fixtures_dir/check_otlp.py" logs --jsonl out.jsonl || fail "check_otlp.py (file)"
+[ "$(cat received/traces.1.json)" = "$(head -1 out.jsonl)" ] || fail "the traces sent differ from the file's"
+
+# Deterministic ids: a second export is byte for byte the first.
+cli export --otlp-json again.jsonl logs 2> /dev/null || fail "second export failed"
+cmp -s out.jsonl again.jsonl || fail "a second export differs (ids not stable?)"
+
+# A collector that answers 503: an error with the status.
+cli export --otlp "http://127.0.0.1:$rport/fail" logs > /dev/null 2> fail503.err
+rc=$?
+[ $rc = 1 ] || fail "export to a 503 collector exited $rc, want 1"
+grep -q "HTTP 503" fail503.err || fail "no HTTP 503 in the error: $(cat fail503.err)"
+bg_stop "$recv"
+
+# Nothing listening: a clear error, exit status 1, within the timeout.
+refused=$(free_port)
+t0=$(date +%s)
+cli export --otlp "http://127.0.0.1:$refused" --otlp-timeout 5 logs > /dev/null 2> refused.err
+rc=$?
+[ $rc = 1 ] || fail "export to a closed port exited $rc, want 1"
+grep -q "connection refused" refused.err || fail "no 'connection refused' in: $(cat refused.err)"
+[ $(( $(date +%s) - t0 )) -le 15 ] || fail "the refused export took $(( $(date +%s) - t0 )) s"
+finish

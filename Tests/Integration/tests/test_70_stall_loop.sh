@@ -1,0 +1,48 @@
+# Loop stalls in a C epoll server: a handler that burns the CPU for 400 ms in a named function
+# is exactly one on-CPU `loop` stall of 400 ms ± 10% whose symbolized stack (wedjat export
+# --folded) holds that function; one that usleep()s 400 ms is an off-CPU stall; a 100 ms burst
+# is none. The program sees no EINTR and exits 0. The `modules` record maps the fixture with
+# its real build-id. Each loop's iterations, busy share and longest busy time are in samples.
+. "$WJ_LIB/common.sh"
+
+wj_bg server logs "$FIXTURES/stall_server"
+server=$BG_PID
+wait_file "$TEST_TMP/server.out" 10 || fail "server did not start"
+port=$(head -1 "$TEST_TMP/server.out")
+python3 "$WJ_LIB/stall_client.py" "$port" ok "spin 400" ok "sleep 400" "spin 100" ok quit || fail "client"
+wait "$server"; status=$?
+[ "$status" = 0 ] || fail "server exit status $status"
+grep -q "^eintr 0$" "$TEST_TMP/server.out" || fail "the server saw EINTR: $(tail -1 "$TEST_TMP/server.out")"
+
+"$WEDJAT_CLI" export --folded stalls.folded logs 2>export.err || { cat export.err; fail "export --folded"; }
+build_id=$(readelf -n "$FIXTURES/stall_server" | awk '/Build ID/ { print $3 }')
+
+pylogs <<PY
+logs = load_dir("logs")
+stalls = records(logs, "stall")
+expect_eq(len(stalls), 2, "stall records")
+spin, nap = stalls
+for s in stalls:
+    expect_eq(s["kind"], "loop", "kind")
+    expect_eq(s["after"], "epoll_wait", "the wait before")
+    expect(360000 <= s["duration_us"] <= 440000, f"a 400 ms stall lasted {s['duration_us']} us")
+    expect(abs(s["end_ts"] - s["start_ts"] - s["duration_us"]) <= 1, "start/end/duration agree")
+    expect(len(s["samples"]) >= 1 and len(s["samples"][0]["frames"]) >= 3, f"a stack: {s['samples']}")
+    lag = s["samples"][0]["ts"] - s["start_ts"] - s["threshold_us"]
+    expect(0 <= lag < 50000 or s is nap, f"first sample {lag} us after the crossing")
+    expect_eq(s["samples_lost"], 0, "samples lost")
+expect(spin["cpu_us"] is not None and spin["cpu_us"] > 0.25 * spin["duration_us"], f"on-CPU: {spin['cpu_us']}")
+expect(nap["cpu_us"] is not None and nap["cpu_us"] < 0.1 * nap["duration_us"], f"off-CPU: {nap['cpu_us']}")
+mods = records(logs, "modules")
+expect(len(mods) >= 1, "a modules record")
+fixture = [m for m in mods[0]["modules"] if m["path"].endswith("/stall_server")]
+expect_eq(len(fixture), 1, "the fixture in the module map")
+expect_eq(fixture[0]["build_id"], "$build_id", "its build-id")
+loops = [l for s in records(logs, "sample") for l in s.get("loops", [])]
+expect(loops, "loops in the samples")
+expect(max(l["max_busy_us"] for l in loops) >= 360000, f"longest busy time: {loops}")
+expect(sum(l["iterations"] for l in loops) >= 8, f"iterations: {loops}")
+folded = open("stalls.folded").read()
+expect("busy_spin_in_handler" in folded, f"busy_spin_in_handler in the folded stacks:\n{folded}")
+expect("sleep_in_handler" in folded, f"sleep_in_handler in the folded stacks:\n{folded}")
+PY

@@ -1,0 +1,367 @@
+import Foundation
+import XCTest
+@testable import WedjatAnalysis
+
+/// `wedjat export` on a hand-written run (Fixtures/export): curl (pid 7000) resolves api.local,
+/// makes an HTTPS connection with two exchanges, a plain one with a 404 and an exchange cut
+/// short, a refused connect and a failed lookup during a blocked stall, while a worker thread
+/// has a loop stall; a python server (7100, killed) answers two pipelined requests on one
+/// connection and a failing upload on another, and has exchanges only in an http_summary.
+/// Golden files in Golden/export (regenerate with scripts/regen-golden.sh, review the diff);
+/// the tests below pin the values worked out by hand.
+final class ExportTests: XCTestCase {
+    static let fixture = testsDir + "/Fixtures/export"
+    static let goldenDir = testsDir + "/Golden/export"
+    static let t0: Int64 = 1763782800000000
+
+    private func input(_ path: String = ExportTests.fixture) throws -> ExportInput {
+        try ExportInput.load(paths: [path])
+    }
+
+    private func check(_ actual: String, golden name: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let path = Self.goldenDir + "/" + name
+        let expected = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertEqual(actual, expected, "differs from \(path); run scripts/regen-golden.sh if intended", file: file, line: line)
+    }
+
+    private func json(_ text: String) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    // MARK: golden files
+
+    func testGoldenHAR() throws {
+        try check(HARExport.render(try input()).text, golden: "fixture.har")
+    }
+
+    func testGoldenChromeTrace() throws {
+        try check(ChromeTraceExport.render(try input()).text, golden: "fixture.trace.json")
+    }
+
+    func testGoldenOTLP() throws {
+        let i = try input()
+        try check(OTLPExport.jsonLines(traces: OTLPExport.traces(i), metrics: OTLPExport.metrics(i)).text,
+                  golden: "fixture.otlp.jsonl")
+    }
+
+    func testBadLineIsAWarningWithItsPlace() throws {
+        let i = try input()
+        XCTAssertEqual(i.warnings.map(\.description),
+                       [Self.fixture + "/python3.11.7100.1763782800001000.ndjson:4: invalid JSON; skipped"])
+    }
+
+    func testOnlyWhatTheFormatNeedsIsKept() throws {
+        let forHAR = try ExportInput.load(paths: [Self.fixture], contents: HARExport.contents)
+        XCTAssertEqual(forHAR.exchanges.count, 4)
+        XCTAssertEqual(forHAR.leftOutExchanges, 3)
+        XCTAssertTrue(forHAR.stalls.isEmpty)
+        XCTAssertEqual(forHAR.earliestTs, try input().earliestTs)
+        XCTAssertEqual(HARExport.render(forHAR).text, HARExport.render(try input()).text)
+        XCTAssertEqual(HARExport.render(forHAR).notes.first,
+                       "3 server-side exchanges left out of the HAR (a client's view; they are in the trace and OTLP exports)")
+    }
+
+    // MARK: HAR
+
+    private func harEntries(_ i: ExportInput) throws -> [[String: Any]] {
+        let log = try XCTUnwrap(try json(HARExport.render(i).text)["log"] as? [String: Any])
+        XCTAssertEqual(log["version"] as? String, "1.2")
+        return try XCTUnwrap(log["entries"] as? [[String: Any]])
+    }
+
+    private func timings(_ e: [String: Any]) -> [String: Double] {
+        (e["timings"] as? [String: Any] ?? [:]).compactMapValues { ($0 as? NSNumber)?.doubleValue }
+    }
+
+    func testHARFirstExchangeCarriesTheConnectionsSetUp() throws {
+        let entries = try harEntries(try input())
+        XCTAssertEqual(entries.count, 4, "client exchanges only")
+        let first = entries[0]
+        // From the lookup's start (t0+10000): 200 us between the lookup and the connect, 300 us
+        // between TLS done (t0+13500) and the request.
+        XCTAssertEqual(first["startedDateTime"] as? String, "2025-11-22T03:40:00.010000Z")
+        XCTAssertEqual(timings(first), ["blocked": 0.5, "dns": 1, "connect": 2.3, "ssl": 2, "send": 0, "wait": 2, "receive": 0.5])
+        XCTAssertEqual((first["time"] as? NSNumber)?.doubleValue, 6.3)
+        let request = try XCTUnwrap(first["request"] as? [String: Any])
+        XCTAssertEqual(request["url"] as? String, "https://api.local/v1/items?REDACTED")
+        XCTAssertEqual(request["httpVersion"] as? String, "HTTP/1.1")
+        XCTAssertEqual(request["headersSize"] as? Int, 110)
+        XCTAssertEqual((request["queryString"] as? [Any])?.count, 0, "a redacted query has no parameters to show")
+        let response = try XCTUnwrap(first["response"] as? [String: Any])
+        XCTAssertEqual(response["status"] as? Int, 200)
+        XCTAssertEqual((response["content"] as? [String: Any])?["mimeType"] as? String, "application/json")
+        XCTAssertEqual(first["serverIPAddress"] as? String, "10.0.0.5")
+        XCTAssertEqual(first["connection"] as? String, "40000")
+    }
+
+    func testHARReusedConnectionHasNoSetUpPhases() throws {
+        let post = try harEntries(try input())[1]
+        XCTAssertEqual((post["request"] as? [String: Any])?["method"] as? String, "POST")
+        XCTAssertEqual(timings(post), ["blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0.4, "wait": 2.6, "receive": 0.1])
+        XCTAssertEqual((post["request"] as? [String: Any])?["bodySize"] as? Int, 50)
+    }
+
+    func testHARPlainConnectionAndExchangeCutShort() throws {
+        let entries = try harEntries(try input())
+        let missing = entries[2]
+        // No lookup of its own, no TLS: connect 150 us, then 50 us until the request.
+        XCTAssertEqual(timings(missing), ["blocked": 0.05, "dns": -1, "connect": 0.15, "ssl": -1, "send": 0, "wait": 0.5, "receive": 0.1])
+        let request = try XCTUnwrap(missing["request"] as? [String: Any])
+        XCTAssertEqual(request["httpVersion"] as? String, "", "not logged for plain HTTP")
+        let query = try XCTUnwrap(request["queryString"] as? [[String: String]])
+        XCTAssertEqual(query, [["name": "q", "value": "a b"], ["name": "x", "value": ""]])
+
+        let slow = entries[3]
+        XCTAssertEqual(slow["_error"] as? String, "incomplete")
+        let response = try XCTUnwrap(slow["response"] as? [String: Any])
+        XCTAssertEqual(response["status"] as? Int, 0)
+        XCTAssertEqual(response["bodySize"] as? Int, -1)
+        XCTAssertEqual(response["headersSize"] as? Int, -1)
+        // Waited from the request until the connection ended (the record's time).
+        XCTAssertEqual(timings(slow)["wait"], 4)
+    }
+
+    func testHARTimingsAddUpAndEntriesAreSorted() throws {
+        let entries = try harEntries(try input())
+        let starts = entries.compactMap { $0["startedDateTime"] as? String }
+        XCTAssertEqual(starts, starts.sorted())
+        for e in entries {
+            var t = timings(e)
+            t["ssl"] = nil
+            let sum = t.values.filter { $0 >= 0 }.reduce(0, +)
+            XCTAssertEqual(sum, (e["time"] as? NSNumber)?.doubleValue ?? -1, accuracy: 0.0005)
+        }
+    }
+
+    func testHARLookupNotInTheLogsStartsTheEntryAtConnectMinusDNS() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try dir.write("c.1.1.ndjson", Line.start(pid: 1, ts: 1000, exe: "/c") + """
+            {"type":"http","ts":9000,"pid":1,"conn_id":1,"role":"client","method":"GET","host":"h","path":"/","status":204,"request_index":0,"request_start_ts":5000,"request_end_ts":5100,"response_start_ts":8000,"response_end_ts":9000,"headers":{}}
+            {"type":"connection","ts":9500,"pid":1,"conn_id":1,"role":"client","peer":"10.0.0.1:80","open_ts":4000,"close_ts":9500,"connect_us":500,"host":"h","dns_us":700}
+
+            """)
+        let e = try XCTUnwrap(try harEntries(try input(dir.path)).first)
+        XCTAssertEqual(e["startedDateTime"] as? String, ExportTime.iso8601(4000 - 700))
+        XCTAssertEqual(timings(e), ["blocked": 0.5, "dns": 0.7, "connect": 0.5, "ssl": -1, "send": 0.1, "wait": 2.9, "receive": 1])
+    }
+
+    func testHAREarlyResponseEndsTheSending() throws {
+        // A 417 sent while the client was still uploading: send stops at the response's start.
+        let h = HTTPRecord(ts: 3000, pid: 1, role: "client", requestIndex: 1, requestStartTs: 1000, requestEndTs: 2500,
+                           responseStartTs: 2000, responseEndTs: 3000)
+        let t = try XCTUnwrap(HARExport.Timings(h, connection: nil, lookups: LookupIndex(ExportInput()), image: 0))
+        XCTAssertEqual([t.send, t.wait, t.receive], [1000, 0, 1000])
+        XCTAssertEqual(t.total, 2000)
+    }
+
+    // MARK: Chrome trace
+
+    private struct Event {
+        var name: String, cat: String, ts: Int64, dur: Int64, pid: Int, tid: Int
+        var end: Int64 { ts + dur }
+    }
+
+    private func traceEvents() throws -> (slices: [Event], names: [String: String]) {
+        let doc = try json(ChromeTraceExport.render(try input()).text)
+        let events = try XCTUnwrap(doc["traceEvents"] as? [[String: Any]])
+        var slices: [Event] = []
+        var names: [String: String] = [:]
+        for e in events {
+            let pid = e["pid"] as? Int ?? -1, tid = e["tid"] as? Int ?? -1
+            switch e["ph"] as? String {
+            case "X":
+                slices.append(Event(name: e["name"] as? String ?? "", cat: e["cat"] as? String ?? "",
+                                    ts: (e["ts"] as? NSNumber)?.int64Value ?? -1, dur: (e["dur"] as? NSNumber)?.int64Value ?? -1,
+                                    pid: pid, tid: tid))
+            case "M":
+                let n = (e["args"] as? [String: Any])?["name"] as? String ?? ""
+                names["\(e["name"] as? String ?? "")/\(pid)/\(tid)"] = n
+            default:
+                XCTFail("unexpected event \(e)")
+            }
+        }
+        return (slices, names)
+    }
+
+    func testTraceHasEverySliceRelativeToTheEarliestRecord() throws {
+        let (slices, names) = try traceEvents()
+        var byCategory: [String: Int] = [:]
+        for s in slices { byCategory[s.cat, default: 0] += 1 }
+        // 5 connections + 2 connect phases (the refused one never connected) + 1 TLS; 7 exchanges;
+        // 2 lookups; 2 stalls.
+        XCTAssertEqual(byCategory, ["connection": 8, "http": 7, "dns": 2, "stall": 2])
+        let lookup = try XCTUnwrap(slices.first { $0.name == "getaddrinfo api.local" })
+        XCTAssertEqual([lookup.ts, lookup.dur, Int64(lookup.pid), Int64(lookup.tid)], [10000, 1000, 7000, 7000])
+        let loop = try XCTUnwrap(slices.first { $0.name == "stall (loop)" })
+        XCTAssertEqual([loop.ts, loop.dur, Int64(loop.tid)], [50000, 300000, 7001])
+        XCTAssertEqual(names["thread_name/7000/7001"], "worker")
+        XCTAssertEqual(names["process_name/7100/7100"], "python3.11")
+        XCTAssertEqual(slices.map(\.ts).min(), 10000)
+    }
+
+    func testTraceSlicesNestOnEveryThread() throws {
+        let (slices, _) = try traceEvents()
+        var byThread: [String: [Event]] = [:]
+        for s in slices { byThread["\(s.pid)/\(s.tid)", default: []].append(s) }
+        for (thread, events) in byThread {
+            var open: [Event] = []
+            for e in events.sorted(by: { ($0.ts, -$0.dur) < ($1.ts, -$1.dur) }) {
+                while let top = open.last, top.end <= e.ts { open.removeLast() }
+                if let top = open.last {
+                    XCTAssertLessThanOrEqual(e.end, top.end, "\(e.name) overlaps \(top.name) on \(thread) without nesting")
+                }
+                open.append(e)
+            }
+        }
+    }
+
+    func testTraceOverlapsMoveToAnotherTrack() throws {
+        let (slices, names) = try traceEvents()
+        // Pipelined: /b was sent before /a's response; it cannot nest, so it leaves the connection's track.
+        let a = try XCTUnwrap(slices.first { $0.name == "GET /a" })
+        let b = try XCTUnwrap(slices.first { $0.name == "GET /b" })
+        let conn = try XCTUnwrap(slices.first { $0.name == "tcp ← 10.0.0.9:50000" })
+        XCTAssertEqual(a.tid, conn.tid)
+        XCTAssertNotEqual(b.tid, conn.tid)
+        XCTAssertEqual(names["thread_name/7100/\(conn.tid)"], "connections")
+        // The blocked stall overlaps its lookup by a few microseconds at each end.
+        let stall = try XCTUnwrap(slices.first { $0.name == "stall in getaddrinfo" })
+        XCTAssertNotEqual(stall.tid, 7000)
+        XCTAssertEqual(names["thread_name/7000/\(stall.tid)"], "curl (overlapping 1)")
+        // Phases and exchanges go inside their connection.
+        let tls = try XCTUnwrap(slices.first { $0.name == "tls" })
+        let https = try XCTUnwrap(slices.first { $0.name == "tcp → 10.0.0.5:443 (api.local)" })
+        XCTAssertEqual(tls.tid, https.tid)
+        XCTAssertEqual([tls.ts, tls.dur], [11600, 1900])
+    }
+
+    // MARK: OTLP
+
+    func testOTLPSpansFollowTheSemanticConventions() throws {
+        let doc = try json(OTLPExport.traces(try input()).text)
+        let resources = try XCTUnwrap(doc["resourceSpans"] as? [[String: Any]])
+        XCTAssertEqual(resources.count, 2)
+        func attrs(_ o: [String: Any]?) -> [String: Any] {
+            var out: [String: Any] = [:]
+            for kv in o?["attributes"] as? [[String: Any]] ?? [] {
+                let v = kv["value"] as? [String: Any] ?? [:]
+                out[kv["key"] as? String ?? ""] = v["stringValue"] ?? v["intValue"] ?? v["arrayValue"]
+            }
+            return out
+        }
+        let curl = attrs(resources[0]["resource"] as? [String: Any])
+        XCTAssertEqual(curl["service.name"] as? String, "curl")
+        XCTAssertEqual(curl["process.pid"] as? String, "7000", "int64 as a string")
+        XCTAssertEqual(curl["host.name"] as? String, "box")
+        let spans = resources.flatMap { (($0["scopeSpans"] as? [[String: Any]])?.first?["spans"] as? [[String: Any]]) ?? [] }
+        XCTAssertEqual(spans.count, 9)
+        for s in spans {
+            XCTAssertEqual((s["traceId"] as? String)?.count, 32)
+            XCTAssertEqual((s["spanId"] as? String)?.count, 16)
+        }
+        XCTAssertEqual(Set(spans.compactMap { $0["traceId"] as? String }).count, 9)
+
+        let first = try XCTUnwrap(spans.first)
+        XCTAssertEqual(first["name"] as? String, "GET")
+        XCTAssertEqual(first["kind"] as? Int, 3)
+        XCTAssertEqual(first["startTimeUnixNano"] as? String, String((Self.t0 + 13800) * 1000))
+        XCTAssertEqual(first["endTimeUnixNano"] as? String, String((Self.t0 + 16300) * 1000))
+        let a = attrs(first)
+        XCTAssertEqual(a["url.full"] as? String, "https://api.local/v1/items?REDACTED")
+        XCTAssertEqual(a["server.address"] as? String, "api.local")
+        XCTAssertEqual(a["server.port"] as? String, "443")
+        XCTAssertEqual(a["http.response.status_code"] as? String, "200")
+        XCTAssertEqual(a["network.protocol.version"] as? String, "1.1")
+        XCTAssertNil(first["status"])
+
+        let missing = try XCTUnwrap(spans.first { attrs($0)["url.full"] as? String == "http://web.local:8080/missing?q=a%20b&x" })
+        XCTAssertEqual(attrs(missing)["error.type"] as? String, "404")
+        XCTAssertEqual((missing["status"] as? [String: Any])?["code"] as? Int, 2)
+
+        let servers = spans.filter { $0["kind"] as? Int == 2 }
+        XCTAssertEqual(servers.map { attrs($0)["url.path"] as? String }, ["/a", "/b", "/upload"])
+        // A server's 4xx would not be an error; its 5xx is.
+        XCTAssertEqual(servers.map { attrs($0)["error.type"] as? String }, [nil, nil, "500"])
+
+        let lookup = try XCTUnwrap(spans.first { attrs($0)["dns.question.name"] as? String == "nope.invalid" })
+        XCTAssertEqual(attrs(lookup)["error.type"] as? String, "EAI_NONAME")
+        XCTAssertEqual(lookup["startTimeUnixNano"] as? String, String((Self.t0 + 41000) * 1000))
+    }
+
+    func testOTLPIdsAreStableAcrossExports() throws {
+        XCTAssertEqual(OTLPExport.traces(try input()).text, OTLPExport.traces(try input()).text)
+    }
+
+    func testOTLPHistogramsUseTheDefaultBuckets() throws {
+        let doc = try json(OTLPExport.metrics(try input()).text)
+        let resources = try XCTUnwrap(doc["resourceMetrics"] as? [[String: Any]])
+        var points: [String: [[String: Any]]] = [:]
+        for r in resources {
+            for m in ((r["scopeMetrics"] as? [[String: Any]])?.first?["metrics"] as? [[String: Any]]) ?? [] {
+                XCTAssertEqual(m["unit"] as? String, "s")
+                let h = try XCTUnwrap(m["histogram"] as? [String: Any])
+                XCTAssertEqual(h["aggregationTemporality"] as? Int, 2)
+                points[m["name"] as? String ?? "", default: []] += h["dataPoints"] as? [[String: Any]] ?? []
+            }
+        }
+        XCTAssertEqual(Set(points.keys), ["http.client.request.duration", "http.server.request.duration", "dns.lookup.duration"])
+        for p in points.values.joined() {
+            XCTAssertEqual((p["explicitBounds"] as? [NSNumber])?.map(\.doubleValue),
+                           [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10])
+            let buckets = (p["bucketCounts"] as? [String])?.compactMap { Int($0) } ?? []
+            XCTAssertEqual(buckets.count, 15)
+            XCTAssertEqual(String(buckets.reduce(0, +)), p["count"] as? String)
+        }
+        // 300 ms lands in (0.25, 0.5]; both GETs of the server share one point: 500 + 650 us.
+        let slow = try XCTUnwrap(points["dns.lookup.duration"]?.first { ($0["sum"] as? NSNumber)?.doubleValue == 0.3 })
+        XCTAssertEqual((slow["bucketCounts"] as? [String])?[7], "1")
+        let gets = try XCTUnwrap(points["http.server.request.duration"]?.first)
+        XCTAssertEqual(gets["count"] as? String, "2")
+        XCTAssertEqual((gets["sum"] as? NSNumber)?.doubleValue, 0.00115)
+        XCTAssertEqual((gets["min"] as? NSNumber)?.doubleValue, 0.0005)
+        XCTAssertEqual((gets["max"] as? NSNumber)?.doubleValue, 0.00065)
+    }
+
+    func testOTLPSenderSaysWhenNothingListens() throws {
+        // A port that was free a moment ago: bind, read it, close.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(fd, $0, len); _ = getsockname(fd, $0, &len) }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        close(fd)
+        XCTAssertThrowsError(try OTLPSender(endpoint: "http://127.0.0.1:\(port)", timeoutSeconds: 5).send("{}", signal: "traces")) {
+            XCTAssertEqual(($0 as? OTLPSender.Failure)?.description,
+                           "http://127.0.0.1:\(port)/v1/traces: connection refused (is a collector listening?)")
+        }
+        XCTAssertThrowsError(try OTLPSender(endpoint: "ftp://x").send("{}", signal: "traces"))
+    }
+
+    // MARK: building blocks
+
+    func testJSONNumbersAndStringsAreExact() {
+        XCTAssertEqual(ExportJSON.fixed(18800, 3).rendered(), "18.8")
+        XCTAssertEqual(ExportJSON.fixed(-1500, 3).rendered(), "-1.5")
+        XCTAssertEqual(ExportJSON.fixed(0, 3).rendered(), "0")
+        XCTAssertEqual(ExportJSON.fixed(5, 6).rendered(), "0.000005")
+        XCTAssertEqual(ExportJSON.string("a\"\\\n\u{1}é").rendered(), #""a\"\\\n\u0001é""#)
+        XCTAssertEqual(ExportJSON.object([("b", .int(1)), ("a", .array([]))]).rendered(), #"{"b":1,"a":[]}"#)
+    }
+
+    func testAddressesAndURLs() {
+        XCTAssertEqual(AddressParts.split("[::1]:8080").host, "::1")
+        XCTAssertEqual(AddressParts.split("[::1]:8080").port, 8080)
+        XCTAssertEqual(AddressParts.split("::1").port, nil)
+        XCTAssertEqual(AddressParts.split("api.local").host, "api.local")
+        XCTAssertEqual(HTTPRecord(ts: 0, pid: 1, role: "client", method: "CONNECT", host: "proxy:3128", path: "example.org:443").url,
+                       "http://example.org:443")
+        XCTAssertEqual(HTTPRecord(ts: 0, pid: 1, role: "client", host: nil, path: "/x", peer: "10.0.0.1:81").url, "http://10.0.0.1:81/x")
+        XCTAssertEqual(HTTPRecord(ts: 0, pid: 1, role: "client", host: "h", path: "http://other/y").url, "http://other/y")
+        XCTAssertEqual(ExportTime.iso8601(1_763_782_800_000_001), "2025-11-22T03:40:00.000001Z")
+    }
+}
