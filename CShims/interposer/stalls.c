@@ -55,6 +55,7 @@ enum { BUF_FREE = 0, BUF_ACTIVE, BUF_FILLING, BUF_READY };
 typedef struct wj_sample {
     uint64_t t, cpu_ns;
     uint32_t n;
+    uint32_t interrupted;  // frames[0] is the interrupted instruction (a signal sample), not a return address
     uint64_t frames[WJ_STALL_FRAMES];
 } wj_sample;
 
@@ -416,11 +417,12 @@ static wj_loop *sleep_begin(void) {
 
 static void sleep_end(wj_loop *l) {
     if (!l) return;
-    atomic_store_explicit(&l->phase, PH_BUSY, memory_order_release);
+    // Still SLEEP while it samples itself: the watchdog must not signal it meanwhile.
     if (WJ_UNLIKELY(atomic_load(&l->want_self)) && atomic_exchange(&l->want_self, 0)) {
         int err = errno;
         if (wj_enter()) {
             l->self.t = wj_now_ns();
+            l->self.interrupted = 0;
             l->self.cpu_ns = own_cpu_ns();
             l->self_busy_since = WJ_LOAD(l->busy_since);
             l->self.n = own_stack(l->self.frames);
@@ -429,6 +431,7 @@ static void sleep_end(wj_loop *l) {
         }
         errno = err;
     }
+    atomic_store_explicit(&l->phase, PH_BUSY, memory_order_release);
 }
 
 WJ_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
@@ -532,6 +535,7 @@ void wj_stall_blocked(const char *call, int fd, const struct sockaddr *peer, con
         format_peer(fd, peer, s->peer, sizeof s->peer);
         if (host) snprintf(s->host, sizeof s->host, "%s", host);
         s->samples[0].t = end;
+        s->samples[0].interrupted = 0;
         s->samples[0].n = own_stack(s->samples[0].frames);
         s->nsamples = 1;
         atomic_store_explicit(&s->state, BUF_READY, memory_order_release);
@@ -630,6 +634,7 @@ static void take_sample(wj_loop *l, wj_stall *s, int tid, uint64_t now) {
     wj_sample *smp = &s->samples[k];
     smp->t = wj_now_ns();
     smp->n = 0;
+    smp->interrupted = 1;
     if (atomic_load(&l->park_phase) == PH_SIGNALED) {
         unw_cursor_t cur;
         if (unw.init_local2(&cur, (unw_context_t *)atomic_load(&l->uc), UNW_INIT_SIGNAL_FRAME) >= 0)
@@ -859,6 +864,7 @@ static size_t format_stall(char *buf, size_t cap, const wj_stall *s) {
         const wj_sample *smp = &s->samples[k];
         wj_json_begin_object(&j, 0);
         wj_json_int(&j, "ts", wj_epoch_us(smp->t));
+        wj_json_bool(&j, "interrupted", (int)smp->interrupted);
         if (s->kind == 0 && s->has_cpu && smp->cpu_ns >= s->cpu_first)
             wj_json_int(&j, "cpu_us", (int64_t)((smp->cpu_ns - s->cpu_first) / 1000));
         wj_json_begin_array(&j, "frames");

@@ -73,23 +73,13 @@ struct ExportCommand: ParsableCommand {
             for w in input.warnings { printError("wedjat: " + w.description) }
 
             if let har {
-                failed = !write(HARExport.render(input), to: har, what: "HAR entries") || failed
+                failed = !write(to: har, what: "HAR entries") { HARExport.render(input, into: $0) } || failed
             }
             if let chromeTrace {
-                failed = !write(ChromeTraceExport.render(input), to: chromeTrace, what: "trace events") || failed
+                failed = !write(to: chromeTrace, what: "trace events") { ChromeTraceExport.render(input, into: $0) } || failed
             }
             if otlpJSON != nil || otlpURL != nil {
-                let traces = OTLPExport.traces(input)
-                let metrics = OTLPExport.metrics(input)
-                for note in traces.notes + metrics.notes { printError("wedjat: note: \(note)") }
-                if let otlpJSON {
-                    let lines = OTLPExport.jsonLines(traces: traces, metrics: metrics)
-                    failed = !write(lines, to: otlpJSON, what: "spans and metric data points", notes: false) || failed
-                }
-                if let otlpURL {
-                    failed = !send(traces, signal: "traces", what: "spans", to: otlpURL) || failed
-                    failed = !send(metrics, signal: "metrics", what: "metric data points", to: otlpURL) || failed
-                }
+                failed = !exportOTLP(input) || failed
             }
         }
 
@@ -98,7 +88,11 @@ struct ExportCommand: ParsableCommand {
                 let analysis = try RunAnalysis.load(paths: inputs)
                 let text = try FoldedStacks.render(analysis)
                 let lines = text.split(separator: "\n").count
-                failed = !write(ExportDocument(text: text, count: lines, notes: []), to: folded, what: "folded stacks") || failed
+                failed = !write(to: folded, what: "folded stacks") { out in
+                    var out = out
+                    out.append(text)
+                    return ExportDocument(body: out, count: lines, notes: [])
+                } || failed
             } catch let error as LoadFailure {
                 for w in error.warnings { printError("wedjat: " + w.description) }
                 printError("wedjat: error: \(error.description)")
@@ -111,27 +105,75 @@ struct ExportCommand: ParsableCommand {
         if failed { throw ExitCode(1) }
     }
 
-    /// Writes one output and says so on stderr; false (after saying why) when it could not.
-    private func write(_ doc: ExportDocument, to path: String, what: String, notes: Bool = true) -> Bool {
-        if notes { for note in doc.notes { printError("wedjat: note: \(note)") } }
-        do {
-            if path == "-" {
-                FileHandle.standardOutput.write(Data(doc.text.utf8))
-            } else {
-                try Data(doc.text.utf8).write(to: URL(fileURLWithPath: path))
-            }
-        } catch {
-            printError("wedjat: error: cannot write \(path): \((error as NSError).localizedDescription)")
-            return false
-        }
-        printError("wedjat: wrote \(doc.count) \(what) to \(path == "-" ? "standard output" : path)")
+    /// Spans in requests of this many (an OTLP/HTTP receiver caps a request's size, 20 MiB
+    /// by default in the Collector; 1,000 spans are about 2 MB of JSON).
+    static let spansPerRequest = 1000
+
+    /// Writes one output as it is rendered and says so on stderr; false (after saying why)
+    /// when it could not.
+    private func write(to path: String, what: String, render: (ExportText) -> ExportDocument) -> Bool {
+        guard let file = OutputFile(path) else { return false }
+        var doc = render(ExportText(sink: file.write))
+        doc.body.flush()
+        for note in doc.notes { printError("wedjat: note: \(note)") }
+        guard file.close() else { return false }
+        printError("wedjat: wrote \(doc.count) \(what) to \(file.name)")
         return true
     }
 
-    private func send(_ doc: ExportDocument, signal: String, what: String, to endpoint: String) -> Bool {
+    /// The OTLP file (JSON Lines: trace requests, then the metrics request) and/or the
+    /// collector, request by request.
+    private func exportOTLP(_ input: ExportInput) -> Bool {
+        var file: OutputFile?
+        if let otlpJSON {
+            guard let opened = OutputFile(otlpJSON) else { return false }
+            file = opened
+        }
+        let sender = otlpURL.map { OTLPSender(endpoint: $0, timeoutSeconds: otlpTimeout) }
+        var sendFailed = false
+        var requests = 0
+        var answers: [String: Int] = [:]
+        let (spans, notes) = OTLPExport.traces(input, spansPerRequest: Self.spansPerRequest) { doc in
+            file?.write(doc.body)
+            file?.write(Array("\n".utf8))
+            if let sender, !sendFailed {
+                sendFailed = !send(doc, signal: "traces", with: sender) { answers[$0, default: 0] += 1 }
+                requests += 1
+            }
+            // A collector that failed once gets no more; the file is still written.
+            return file != nil || !sendFailed
+        }
+        let metrics = OTLPExport.metrics(input)
+        for note in notes + metrics.notes { printError("wedjat: note: \(note)") }
+        file?.write(metrics.body)
+        file?.write(Array("\n".utf8))
+        var ok = true
+        if let file {
+            ok = file.close()
+            if ok { printError("wedjat: wrote \(spans) spans and \(metrics.count) metric data points to \(file.name)") }
+        }
+        if let sender {
+            if !sendFailed {
+                let statuses = answers.sorted { $0.key < $1.key }.map { "\($0.key)" + ($0.value > 1 ? " ×\($0.value)" : "") }
+                printError("wedjat: sent \(spans) spans in \(requests) request\(requests == 1 ? "" : "s") to "
+                           + "\(sender.url(for: "traces")): \(statuses.joined(separator: ", "))")
+            }
+            var metricsFailed = false
+            if !sendFailed {
+                metricsFailed = !send(metrics, signal: "metrics", with: sender) { status in
+                    printError("wedjat: sent \(metrics.count) metric data points to \(sender.url(for: "metrics")): \(status)")
+                }
+            }
+            ok = ok && !sendFailed && !metricsFailed
+        }
+        return ok
+    }
+
+    /// POSTs one request; `answered` gets "HTTP 200" on success, else the error is said here.
+    private func send(_ doc: ExportDocument, signal: String, with sender: OTLPSender, answered: (String) -> Void) -> Bool {
         do {
-            let answer = try OTLPSender(endpoint: endpoint, timeoutSeconds: otlpTimeout).send(doc.text, signal: signal)
-            printError("wedjat: sent \(doc.count) \(what) to \(answer.url): HTTP \(answer.status)")
+            let answer = try sender.send(doc.body, signal: signal)
+            answered("HTTP \(answer.status)")
             if let partial = answer.partialSuccess {
                 printError("wedjat: warning: the collector accepted only part of the \(signal): \(partial)")
             }
@@ -140,5 +182,50 @@ struct ExportCommand: ParsableCommand {
             printError("wedjat: error: OTLP \(signal): \(error.description)")
             return false
         }
+    }
+}
+
+/// An output file (or standard output for `-`), written chunk by chunk; the first error is
+/// said once and fails `close()`.
+final class OutputFile {
+    let name: String
+    private let path: String
+    private let handle: FileHandle
+    private var failed = false
+
+    /// nil (after saying why) when the file cannot be created.
+    init?(_ path: String) {
+        self.path = path
+        name = path == "-" ? "standard output" : path
+        if path == "-" {
+            handle = FileHandle.standardOutput
+            return
+        }
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+              let h = FileHandle(forWritingAtPath: path) else {
+            let dir = (path as NSString).deletingLastPathComponent
+            let why = !dir.isEmpty && !FileManager.default.fileExists(atPath: dir) ? "no such directory" : "cannot create the file"
+            printError("wedjat: error: cannot write \(path): \(why)")
+            return nil
+        }
+        handle = h
+    }
+
+    func write(_ chunk: [UInt8]) {
+        guard !failed else { return }
+        do {
+            try handle.write(contentsOf: chunk)
+        } catch {
+            failed = true
+            printError("wedjat: error: cannot write \(path): \((error as NSError).localizedDescription)")
+        }
+    }
+
+    func write(_ text: ExportText) { for chunk in text.chunks { write(chunk) } }
+
+    /// false when a write failed.
+    func close() -> Bool {
+        if path != "-" { try? handle.close() }
+        return !failed
     }
 }

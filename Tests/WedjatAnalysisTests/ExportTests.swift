@@ -40,8 +40,7 @@ final class ExportTests: XCTestCase {
 
     func testGoldenOTLP() throws {
         let i = try input()
-        try check(OTLPExport.jsonLines(traces: OTLPExport.traces(i), metrics: OTLPExport.metrics(i)).text,
-                  golden: "fixture.otlp.jsonl")
+        try check(OTLPExport.traces(i).text + "\n" + OTLPExport.metrics(i).text + "\n", golden: "fixture.otlp.jsonl")
     }
 
     func testBadLineIsAWarningWithItsPlace() throws {
@@ -289,6 +288,39 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(lookup["startTimeUnixNano"] as? String, String((Self.t0 + 41000) * 1000))
     }
 
+    func testOTLPRequestsAreBatched() throws {
+        let i = try input()
+        var docs: [ExportDocument] = []
+        let (spans, _) = OTLPExport.traces(i, spansPerRequest: 4) { docs.append($0); return true }
+        XCTAssertEqual(spans, 9)
+        XCTAssertEqual(docs.map(\.count), [4, 4, 1])
+        func spanIds(_ text: String) throws -> [String] {
+            let resources = try XCTUnwrap(try json(text)["resourceSpans"] as? [[String: Any]])
+            return resources.flatMap { r in
+                ((r["scopeSpans"] as? [[String: Any]])?.first?["spans"] as? [[String: Any]] ?? []).compactMap { $0["spanId"] as? String }
+            }
+        }
+        // The second request holds curl's last spans and the server's first: two resources.
+        XCTAssertEqual((try json(docs[1].text)["resourceSpans"] as? [Any])?.count, 2)
+        XCTAssertEqual(try docs.flatMap { try spanIds($0.text) }, try spanIds(OTLPExport.traces(i).text))
+        var calls = 0
+        _ = OTLPExport.traces(i, spansPerRequest: 4) { _ in calls += 1; return false }
+        XCTAssertEqual(calls, 1, "emit returning false stops the export")
+    }
+
+    func testTextWithASinkHoldsOneChunk() {
+        var flushed: [[UInt8]] = []
+        var text = ExportText(sink: { flushed.append($0) })
+        let part = String(repeating: "a", count: 700_000)
+        text.append(part)
+        text.append(part)
+        XCTAssertEqual(flushed.map(\.count), [700_000], "the first chunk went out when the second did not fit")
+        XCTAssertEqual(text.chunks.map(\.count), [700_000])
+        text.flush()
+        XCTAssertEqual(flushed.map(\.count), [700_000, 700_000])
+        XCTAssertTrue(text.chunks.isEmpty)
+    }
+
     func testOTLPIdsAreStableAcrossExports() throws {
         XCTAssertEqual(OTLPExport.traces(try input()).text, OTLPExport.traces(try input()).text)
     }
@@ -335,11 +367,11 @@ final class ExportTests: XCTestCase {
         }
         let port = Int(UInt16(bigEndian: addr.sin_port))
         close(fd)
-        XCTAssertThrowsError(try OTLPSender(endpoint: "http://127.0.0.1:\(port)", timeoutSeconds: 5).send("{}", signal: "traces")) {
+        XCTAssertThrowsError(try OTLPSender(endpoint: "http://127.0.0.1:\(port)", timeoutSeconds: 5).send(ExportText("{}"), signal: "traces")) {
             XCTAssertEqual(($0 as? OTLPSender.Failure)?.description,
                            "http://127.0.0.1:\(port)/v1/traces: connection refused (is a collector listening?)")
         }
-        XCTAssertThrowsError(try OTLPSender(endpoint: "ftp://x").send("{}", signal: "traces"))
+        XCTAssertThrowsError(try OTLPSender(endpoint: "ftp://x").send(ExportText("{}"), signal: "traces"))
     }
 
     // MARK: building blocks

@@ -12,7 +12,8 @@ public enum ChromeTraceExport {
     static let firstSyntheticTid = 1 << 30
     public static let contents: ExportInput.Contents = .all
 
-    public static func render(_ input: ExportInput) -> ExportDocument {
+    /// `text`: where to write (an `ExportText` with a sink streams to a file).
+    public static func render(_ input: ExportInput, into text: ExportText = ExportText()) -> ExportDocument {
         let zero = input.earliestTs ?? 0
         var builder = Builder(zero: zero)
         let programs = programNames(input)
@@ -124,7 +125,7 @@ public enum ChromeTraceExport {
             let main = ThreadKey(pid: pid, tid: pid)
             if builder.threadNames[main] == nil { builder.threadNames[main] = name }
         }
-        return builder.document()
+        return builder.document(into: text)
     }
 
     /// A process's name: its program, or the programs of its exec chain (`bash → curl`).
@@ -241,7 +242,8 @@ public enum ChromeTraceExport {
     struct Builder {
         let zero: Int64
         var nextTid = ChromeTraceExport.firstSyntheticTid
-        var events: [(ts: Int64, dur: Int64, line: String)] = []
+        /// Placed slices, rendered when the document is written.
+        var events: [(ts: Int64, dur: Int64, pid: Int, tid: Int, slice: Slice)] = []
         var processNames: [Int: String] = [:]
         var threadNames: [ThreadKey: String] = [:]
         private(set) var usedThreads = Set<ThreadKey>()
@@ -255,16 +257,11 @@ public enum ChromeTraceExport {
 
         mutating func add(_ s: Slice, pid: Int, tid: Int) {
             usedThreads.insert(ThreadKey(pid: pid, tid: tid))
-            let ts = max(0, s.start - zero)
-            let dur = max(0, s.end - s.start)
-            events.append((ts, dur, ExportJSON.object([
-                ("name", .string(s.name)), ("cat", .string(s.category)), ("ph", .string("X")),
-                ("ts", .int(ts)), ("dur", .int(dur)), ("pid", .int(Int64(pid))), ("tid", .int(Int64(tid))),
-                ("args", .raw(s.args)),
-            ]).rendered()))
+            events.append((max(0, s.start - zero), max(0, s.end - s.start), pid, tid, s))
         }
 
-        func document() -> ExportDocument {
+        func document(into text: ExportText) -> ExportDocument {
+            // One event a line, metadata first.
             var lines: [String] = []
             for pid in processNames.keys.sorted() {
                 lines.append(metadata("process_name", pid: pid, tid: pid, name: processNames[pid]!))
@@ -273,13 +270,24 @@ public enum ChromeTraceExport {
             for key in threadNames.keys.sorted() where usedThreads.contains(key) {
                 lines.append(metadata("thread_name", pid: key.pid, tid: key.tid, name: threadNames[key]!))
             }
-            // Start order, enclosing before enclosed: how viewers expect nested slices.
-            let ordered = events.enumerated().sorted { ($0.element.ts, -$0.element.dur, $0.offset) < ($1.element.ts, -$1.element.dur, $1.offset) }
-            for e in ordered { lines.append(e.element.line) }
-            let header = "{\"displayTimeUnit\":\"ms\",\"otherData\":"
+            var out = text
+            out.append("{\"displayTimeUnit\":\"ms\",\"otherData\":"
                 + ExportJSON.object([("wedjat_time_zero_us", .int(zero)), ("wedjat_time_zero", .string(ExportTime.iso8601(zero)))]).rendered()
-                + ",\"traceEvents\":[\n"
-            return ExportDocument(text: header + lines.joined(separator: ",\n") + "\n]}\n", count: events.count, notes: [])
+                + ",\"traceEvents\":[\n")
+            out.append(lines.joined(separator: ",\n"))
+            // Start order, enclosing before enclosed: how viewers expect nested slices.
+            let order = events.indices.sorted { (events[$0].ts, -events[$0].dur, $0) < (events[$1].ts, -events[$1].dur, $1) }
+            for (n, i) in order.enumerated() {
+                let e = events[i]
+                if n > 0 || !lines.isEmpty { out.append(",\n") }
+                out.append(ExportJSON.object([
+                    ("name", .string(e.slice.name)), ("cat", .string(e.slice.category)), ("ph", .string("X")),
+                    ("ts", .int(e.ts)), ("dur", .int(e.dur)), ("pid", .int(Int64(e.pid))), ("tid", .int(Int64(e.tid))),
+                    ("args", .raw(e.slice.args)),
+                ]).rendered())
+            }
+            out.append("\n]}\n")
+            return ExportDocument(body: out, count: events.count, notes: [])
         }
 
         private func metadata(_ kind: String, pid: Int, tid: Int, name: String) -> String {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value with ordered keys, written byte for byte the same on every run: the exports are
 /// compared against golden files, and consumers diff them. Numbers from integer microseconds are
 /// written as exact decimals (`.fixed`), never through a Double's shortest representation.
@@ -122,4 +124,75 @@ struct JSONObject {
     mutating func add(_ key: String, _ value: Bool?) { if let value { members.append((key, .bool(value))) } }
 
     var json: ExportJSON { .object(members) }
+}
+
+/// A document's text in chunks of about 1 MiB: a big export is never one huge string. With a
+/// sink, every full chunk goes to it (a file) at once and only the current one is held.
+public struct ExportText: @unchecked Sendable {
+    public typealias Sink = ([UInt8]) -> Void
+    /// The chunks not handed to the sink (all of them without one).
+    public private(set) var chunks: [[UInt8]] = []
+    private let sink: Sink?
+    static let chunkSize = 1 << 20
+
+    public init(sink: Sink? = nil) { self.sink = sink }
+    public init(_ text: String) {
+        sink = nil
+        append(text)
+    }
+
+    /// Hands what is held to the sink: the end of the document.
+    public mutating func flush() {
+        guard let sink else { return }
+        for chunk in chunks where !chunk.isEmpty { sink(chunk) }
+        chunks.removeAll()
+    }
+
+    public var string: String { String(decoding: chunks.joined(), as: UTF8.self) }
+
+
+    public mutating func append(_ text: String) {
+        let count = text.utf8.count
+        if chunks.isEmpty || chunks[chunks.count - 1].count + count > ExportText.chunkSize {
+            if let sink, let full = chunks.popLast() { sink(full) }
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(max(ExportText.chunkSize, count))
+            chunks.append(chunk)
+        }
+        chunks[chunks.count - 1].append(contentsOf: text.utf8)
+    }
+
+    /// How to write `container(array)` with the array's items streamed in one at a time (each
+    /// rendered at its depth in the document), so they are never all held at once: `open`,
+    /// the items with `separator` between them, `close`. (With no items, render
+    /// `container(.array([]))` instead.)
+    static func frame(_ container: (ExportJSON) -> ExportJSON, indent: Int = 0)
+        -> (open: String, separator: String, close: String) {
+        let slot = "\u{1}items\u{1}"
+        let skeleton = container(.array([.raw(slot)])).rendered(indent: indent)
+        guard let at = skeleton.range(of: slot) else { preconditionFailure("container without its items array") }
+        let open = String(skeleton[..<at.lowerBound])
+        let lineStart = open.lastIndex(of: "\n").map { open.index(after: $0) } ?? open.endIndex
+        return (open, indent > 0 ? ",\n" + open[lineStart...] : ",", String(skeleton[at.upperBound...]))
+    }
+}
+
+/// One export's text and what the CLI says about it.
+public struct ExportDocument: Sendable {
+    public var body: ExportText
+    /// Entries, events, spans...: what `wedjat export` reports as written.
+    public var count: Int
+    /// Things left out and why, one line each (printed on stderr).
+    public var notes: [String]
+
+    public init(body: ExportText, count: Int, notes: [String]) {
+        self.body = body; self.count = count; self.notes = notes
+    }
+
+    public init(text: String, count: Int, notes: [String]) {
+        self.init(body: ExportText(text), count: count, notes: notes)
+    }
+
+    /// The whole text at once (tests, small documents).
+    public var text: String { body.string }
 }

@@ -1,18 +1,5 @@
 import Foundation
 
-/// One export's text and what the CLI says about it.
-public struct ExportDocument: Sendable {
-    public var text: String
-    /// Entries, events, spans...: what `wedjat export` reports as written.
-    public var count: Int
-    /// Things left out and why, one line each (printed on stderr).
-    public var notes: [String]
-
-    public init(text: String, count: Int, notes: [String]) {
-        self.text = text; self.count = count; self.notes = notes
-    }
-}
-
 /// HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) from the client-side `http`
 /// records, with the connect, TLS and DNS phases of their connections. Unknown values are
 /// `-1` (sizes, phases that do not apply) or `""` (strings), as the spec allows.
@@ -20,13 +7,15 @@ public enum HARExport {
     /// A client's view: server-side exchanges are left out (they are in the other exports).
     public static let contents: ExportInput.Contents = [.clientExchanges, .httpConnections, .lookups]
 
-    public static func render(_ input: ExportInput) -> ExportDocument {
+    /// `text`: where to write (an `ExportText` with a sink streams to a file).
+    public static func render(_ input: ExportInput, into text: ExportText = ExportText()) -> ExportDocument {
         let connections = input.connectionsByID()
         let lookups = LookupIndex(input)
-        var entries: [(start: Int64, order: Int, json: ExportJSON)] = []
+        // Only what sorting needs is kept; each entry is rendered when it is written.
+        var entries: [(start: Int64, index: Int, timings: Timings)] = []
         var serverSide = input.leftOutExchanges
         var unplaced = 0
-        for (order, e) in input.exchanges.enumerated() {
+        for (index, e) in input.exchanges.enumerated() {
             let h = e.value
             guard h.role != "server" else { serverSide += 1; continue }
             let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
@@ -34,11 +23,9 @@ public enum HARExport {
                 unplaced += 1
                 continue
             }
-            // Rendered now, at its depth in the document (log.entries[i]): only text is kept.
-            let json = ExportJSON.raw(entry(h, timings: timings, connection: connection).rendered(indent: 2, level: 3))
-            entries.append((timings.startTs, order, json))
+            entries.append((timings.startTs, index, timings))
         }
-        entries.sort { ($0.start, $0.order) < ($1.start, $1.order) }
+        entries.sort { ($0.start, $0.index) < ($1.start, $1.index) }
 
         var notes: [String] = []
         if serverSide > 0 {
@@ -51,14 +38,30 @@ public enum HARExport {
             notes.append("\(input.summarizedExchanges) exchange\(input.summarizedExchanges == 1 ? "" : "s") only counted in http_summary records (past WEDJAT_HTTP_RECORDS) have no HAR entry")
         }
         let version = input.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
-        let log: ExportJSON = .object([
-            ("log", .object([
+        let log = { (entries: ExportJSON) -> ExportJSON in
+            .object([("log", .object([
                 ("version", .string("1.2")),
                 ("creator", .object([("name", .string("wedjat")), ("version", .string(version))])),
-                ("entries", .array(entries.map(\.json))),
-            ])),
-        ])
-        return ExportDocument(text: log.rendered(indent: 2) + "\n", count: entries.count, notes: notes)
+                ("entries", entries),
+            ]))])
+        }
+        var out = text
+        if entries.isEmpty {
+            out.append(log(.array([])).rendered(indent: 2))
+        } else {
+            let frame = ExportText.frame(log, indent: 2)
+            out.append(frame.open)
+            for (i, e) in entries.enumerated() {
+                if i > 0 { out.append(frame.separator) }
+                let exchange = input.exchanges[e.index]
+                let connection = exchange.value.connId.flatMap { connections[ConnectionKey(image: exchange.image, connId: $0)] }
+                // At its depth in the document: log.entries[i].
+                out.append(entry(exchange.value, timings: e.timings, connection: connection).rendered(indent: 2, level: 3))
+            }
+            out.append(frame.close)
+        }
+        out.append("\n")
+        return ExportDocument(body: out, count: entries.count, notes: notes)
     }
 
     /// HAR's phases of one exchange, in microseconds (`nil`: -1, does not apply).

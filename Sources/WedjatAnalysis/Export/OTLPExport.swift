@@ -20,44 +20,83 @@ public enum OTLPExport {
     /// Connections only for their TLS protocol (ALPN: `network.protocol.version`).
     public static let contents: ExportInput.Contents = [.clientExchanges, .serverExchanges, .httpConnections, .lookups]
 
-    /// The OTLP file format (as the Collector's file exporter writes and its otlpjsonfile receiver
-    /// reads): JSON Lines, here the traces request, then the metrics request.
-    public static func jsonLines(traces: ExportDocument, metrics: ExportDocument) -> ExportDocument {
-        ExportDocument(text: traces.text + "\n" + metrics.text + "\n", count: traces.count + metrics.count,
-                       notes: traces.notes + metrics.notes)
+    /// All spans in one `ExportTraceServiceRequest`, one line of JSON.
+    public static func traces(_ input: ExportInput) -> ExportDocument {
+        var doc = ExportDocument(text: "", count: 0, notes: [])
+        let (_, notes) = traces(input) { doc = $0; return true }
+        doc.notes = notes
+        return doc
     }
 
-    /// `ExportTraceServiceRequest` as one line of JSON.
-    public static func traces(_ input: ExportInput) -> ExportDocument {
-        var perImage: [Int: [ExportJSON]] = [:]
+    /// The spans as `ExportTraceServiceRequest`s of at most `spansPerRequest` spans (collectors
+    /// cap a request's size), each one line of JSON handed to `emit` as soon as it is complete:
+    /// only one request is in memory. `emit` returns false to stop. Returns the spans made, and
+    /// notes on what has none.
+    public static func traces(_ input: ExportInput, spansPerRequest: Int = .max,
+                              emit: (ExportDocument) -> Bool) -> (spans: Int, notes: [String]) {
         let connections = input.connectionsByID()
-        for e in input.exchanges {
-            let connection = e.value.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-            if let span = httpSpan(e.value, connection: connection, image: input.images[e.image]) {
-                perImage[e.image, default: []].append(.raw(span.rendered()))
+        let exchangesByImage = Dictionary(grouping: input.exchanges.indices) { input.exchanges[$0].image }
+        let lookupsByImage = Dictionary(grouping: input.lookups.indices) { input.lookups[$0].image }
+        let outer = ExportText.frame { .object([("resourceSpans", $0)]) }
+        var batch = ExportText()
+        var inBatch = 0            // spans in the current request
+        var resourcesInBatch = 0
+        var openResource: Int?     // the image whose resource is open in the current request
+        var total = 0
+        var stopped = false
+
+        func finishBatch() {
+            guard inBatch > 0 else { return }
+            batch.append(inner(openResource!).close)
+            batch.append(outer.close)
+            stopped = !emit(ExportDocument(body: batch, count: inBatch, notes: []))
+            batch = ExportText()
+            inBatch = 0
+            resourcesInBatch = 0
+            openResource = nil
+        }
+        func inner(_ image: Int) -> (open: String, separator: String, close: String) {
+            ExportText.frame {
+                .object([("resource", resource(input.images[image])),
+                         ("scopeSpans", .array([.object([("scope", scope(input)), ("spans", $0)])]))])
             }
         }
-        for l in input.lookups {
-            if let span = dnsSpan(l.value, image: input.images[l.image]) {
-                perImage[l.image, default: []].append(.raw(span.rendered()))
+        func add(_ span: ExportJSON?, image: Int) {
+            guard let span, !stopped else { return }
+            if inBatch == spansPerRequest { finishBatch() }
+            if stopped { return }
+            if openResource != image {
+                if let open = openResource { batch.append(inner(open).close) }
+                batch.append(resourcesInBatch == 0 ? outer.open : outer.separator)
+                batch.append(inner(image).open)
+                openResource = image
+                resourcesInBatch += 1
+            } else {
+                batch.append(inner(image).separator)
             }
+            // Rendered one at a time: the request is never a tree in memory.
+            batch.append(span.rendered())
+            inBatch += 1
+            total += 1
         }
-        var resourceSpans: [ExportJSON] = []
-        var count = 0
         for (i, image) in input.images.enumerated() {
-            guard let spans = perImage[i], !spans.isEmpty else { continue }
-            count += spans.count
-            resourceSpans.append(.object([
-                ("resource", resource(image)),
-                ("scopeSpans", .array([.object([("scope", scope(input)), ("spans", .array(spans))])])),
-            ]))
+            for k in exchangesByImage[i] ?? [] {
+                let e = input.exchanges[k]
+                let connection = e.value.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
+                add(httpSpan(e.value, connection: connection, image: image), image: i)
+            }
+            for k in lookupsByImage[i] ?? [] { add(dnsSpan(input.lookups[k].value, image: image), image: i) }
+        }
+        if total == 0 {
+            _ = emit(ExportDocument(text: ExportJSON.object([("resourceSpans", .array([]))]).rendered(), count: 0, notes: []))
+        } else {
+            finishBatch()
         }
         var notes: [String] = []
         if input.summarizedExchanges > 0 {
             notes.append("\(input.summarizedExchanges) exchange\(input.summarizedExchanges == 1 ? "" : "s") only counted in http_summary records have no span and are not in the duration histograms")
         }
-        let doc: ExportJSON = .object([("resourceSpans", .array(resourceSpans))])
-        return ExportDocument(text: doc.rendered(), count: count, notes: notes)
+        return (total, notes)
     }
 
     /// `ExportMetricsServiceRequest` as one line of JSON: per process image, the three duration histograms

@@ -28,9 +28,13 @@ public struct OTLPSender {
 
     /// `signal` is `traces` or `metrics`. Throws on a connection failure, a timeout or a status
     /// outside 2xx, with the reason.
-    public func send(_ body: String, signal: String) throws(Failure) -> Answer {
-        let base = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
-        let target = base + "/v1/" + signal
+    /// `endpoint/v1/signal`.
+    public func url(for signal: String) -> String {
+        (endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint) + "/v1/" + signal
+    }
+
+    public func send(_ body: ExportText, signal: String) throws(Failure) -> Answer {
+        let target = url(for: signal)
         guard let url = URL(string: target), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               url.host != nil else {
             throw Failure(description: "not an http(s) URL: \(endpoint)")
@@ -38,7 +42,9 @@ public struct OTLPSender {
         var request = URLRequest(url: url, timeoutInterval: timeoutSeconds)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(body.utf8)
+        var payload = Data()
+        for chunk in body.chunks { payload.append(contentsOf: chunk) }
+        request.httpBody = payload
 
         let config = URLSessionConfiguration.ephemeral
         config.timeoutIntervalForRequest = timeoutSeconds

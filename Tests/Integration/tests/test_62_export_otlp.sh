@@ -1,5 +1,6 @@
 # `wedjat export --otlp URL` and `--otlp-json FILE`: a watched fixtures/delay_server.py (HTTP
-# server spans) and a watched curl (client spans, a 404, a lookup by name), exported to a
+# server spans) and watched curls (client spans, a 404, a lookup by name, 600 more exchanges
+# on one connection: 1,200 spans and more, so two requests of at most 1,000), exported to a
 # local receiver (fixtures/otlp_receiver.py: OTLP/HTTP with JSON, decoded by the
 # opentelemetry-proto package) and to a file; fixtures/check_otlp.py decodes both the same way
 # and compares spans and histograms with the logs. Also: ids are the same on a second export,
@@ -24,6 +25,7 @@ base=http://$host:$port
 wj logs curl -s -o /dev/null -o /dev/null -o /dev/null "$base/delay/30" "$base/bytes/2000" "$base/nothere" \
     || fail "curl failed"
 wj logs curl -s -o /dev/null "http://127.0.0.1:$port/delay/120" || fail "curl failed"
+wj logs curl -s "http://127.0.0.1:$port/bytes/10?n=[1-600]" > /dev/null || fail "curl (600 requests) failed"
 bg_stop "$srv"
 
 mkdir -p received
@@ -36,13 +38,13 @@ cli() { timeout -k 5 60 "$WEDJAT_CLI" "$@"; }
 cli export --otlp "http://127.0.0.1:$rport" --otlp-json out.jsonl logs > export.out 2> export.err \
     || fail "wedjat export --otlp exited $?: $(cat export.err)"
 cat export.err
-grep -qE "sent [0-9]+ spans to http://127.0.0.1:$rport/v1/traces: HTTP 200" export.err || fail "no HTTP 200 for the traces"
+grep -qE "sent [0-9]+ spans in 2 requests to http://127.0.0.1:$rport/v1/traces: HTTP 200 ×2" export.err || fail "no 2 x HTTP 200 for the traces"
 grep -qE "sent [0-9]+ metric data points to http://127.0.0.1:$rport/v1/metrics: HTTP 200" export.err || fail "no HTTP 200 for the metrics"
 [ ! -e received/errors.txt ] || fail "the receiver could not decode: $(cat received/errors.txt)"
-[ -f received/traces.1.json ] && [ -f received/metrics.2.json ] || fail "the receiver got: $(ls received)"
-python3 "$fixtures_dir/check_otlp.py" logs received/traces.1.json received/metrics.2.json || fail "check_otlp.py (sent)"
-python3 "$fixtures_dir/check_otlp.py" logs --jsonl out.jsonl || fail "check_otlp.py (file)"
-[ "$(cat received/traces.1.json)" = "$(head -1 out.jsonl)" ] || fail "the traces sent differ from the file's"
+[ "$(ls received | tr '\n' ' ')" = "metrics.3.json port traces.1.json traces.2.json " ] || fail "the receiver got: $(ls received)"
+python3 "$fixtures_dir/check_otlp.py" logs received/traces.*.json received/metrics.3.json || fail "check_otlp.py (sent)"
+python3 "$fixtures_dir/check_otlp.py" logs out.jsonl || fail "check_otlp.py (file)"
+[ "$(cat received/traces.1.json; echo; cat received/traces.2.json)" = "$(head -2 out.jsonl)" ] || fail "the traces sent differ from the file's"
 
 # Deterministic ids: a second export is byte for byte the first.
 cli export --otlp-json again.jsonl logs 2> /dev/null || fail "second export failed"

@@ -21,7 +21,7 @@ expect_eq(s["kind"], "loop", "kind")
 expect(s["after"].startswith("epoll"), f"after {s['after']}")
 expect(450000 <= s["duration_us"] <= 550000, f"a 500 ms stall lasted {s['duration_us']} us")
 expect(s["cpu_us"] is not None and s["cpu_us"] < 0.2 * s["duration_us"], f"off-CPU: {s['cpu_us']}")
-expect(len(s["samples"]) == 1 and len(s["samples"][0]["frames"]) >= 5, f"a stack: {s['samples']}")
+expect(len(s["samples"]) >= 1 and all(len(x["frames"]) >= 5 for x in s["samples"]), f"stacks: {s['samples']}")
 folded = open("stalls.folded").read()
 expect("python" in folded and "sleep" in folded.lower(), f"the interpreter's sleep in the stack:\n{folded}")
 PY
