@@ -8,6 +8,7 @@
 #   (Golden/stalls.folded comes from programs compiled at test time: WEDJAT_REGEN_GOLDEN=1
 #   swift test --filter StallReportTests/testFoldedGolden)
 #   Fixtures/export -> Golden/export/fixture.{har,trace.json,otlp.jsonl} (wedjat export)
+#   Fixtures/diff/{a,b} -> Golden/diff.txt, diff.json (wedjat diff with thresholds)
 # Run from the test directory with a relative path, so the paths in the reports are the
 # portable "Fixtures/<name>/..." the tests expect. Review the diff afterwards: a golden file
 # only proves that the output did not change, not that it is right (the tests also pin
@@ -28,6 +29,10 @@ cd Tests/WedjatAnalysisTests
 "$cli" report --format json Fixtures/vitals > Golden/vitals.json
 "$cli" report --color never Fixtures/stalls > Golden/stalls.txt
 "$cli" report --format json Fixtures/stalls > Golden/stalls.json
+# diff exits 1 when a threshold is crossed, which these are meant to show.
+thresholds="--fail-if ttfb.p99>+10% --fail-if http.5xx_rate>+0.5pp --fail-if rss.peak>+20% --fail-if total.p95@api.local>5ms --fail-if requests<-10%"
+"$cli" diff --color never $thresholds Fixtures/diff/a Fixtures/diff/b > Golden/diff.txt || [ $? = 1 ]
+"$cli" diff --format json $thresholds Fixtures/diff/a Fixtures/diff/b > Golden/diff.json || [ $? = 1 ]
 mkdir -p Golden/export
 "$cli" export --har Golden/export/fixture.har --chrome-trace Golden/export/fixture.trace.json \
     --otlp-json Golden/export/fixture.otlp.jsonl Fixtures/export 2>/dev/null

@@ -27,9 +27,11 @@ public struct DiffRow: Codable, Sendable {
 
     init(metric: String, unit: MetricUnit, a: Double?, b: Double?) {
         self.metric = metric; self.unit = unit; self.a = a; self.b = b
+        // Rounded to 6 decimals, as the report's rates: 0.166667, not 0.16666666666666666.
+        func round6(_ v: Double) -> Double { (v * 1e6).rounded() / 1e6 }
         if let a, let b {
-            change = b - a
-            relative = a != 0 ? (b - a) / a : nil
+            change = unit == .rate ? round6(b - a) : b - a
+            relative = a != 0 ? round6((b - a) / a) : nil
         }
     }
 }
@@ -452,7 +454,7 @@ public struct DiffText {
 
     private func change(_ r: DiffRow) -> String {
         guard let c = r.change else { return r.a == nil ? "only in B" : "only in A" }
-        let sign = c > 0 ? "+" : c < 0 ? "-" : "±"
+        let sign = c > 0 ? "+" : c < 0 ? "-" : ""
         var text: String
         switch r.unit {
         case .rate: return sign + Format.fixed(abs(c) * 100, 2) + "pp"
@@ -480,5 +482,15 @@ public struct DiffText {
         case .change: return (m >= 0 ? "+" : "-") + value(abs(m), unit)
         case .value: return value(m, unit)
         }
+    }
+}
+
+/// `wedjat diff --format json`: keys sorted, slashes unescaped, as the report's JSON.
+public enum DiffJSON {
+    public static func render(_ d: RunDiff) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(d), as: UTF8.self) + "\n"
     }
 }

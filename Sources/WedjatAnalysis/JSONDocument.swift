@@ -26,18 +26,23 @@ final class JSONDocument {
     /// Deeper texts are rejected: recursion stays bounded whatever a line holds.
     static let maxDepth = 512
 
-    private(set) var nodes: [Node] = []
+    // Bytes and nodes in buffers of our own, reused from line to line: reading them through
+    // a pointer costs no bounds or exclusivity check (this is the reader's hot path).
     private var storage: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     private(set) var count = 0
+    private var nodes: NodeBuffer
 
     init() {
         capacity = 4096
         storage = .allocate(capacity: capacity)
-        nodes.reserveCapacity(256)
+        nodes = NodeBuffer()
     }
 
-    deinit { storage.deallocate() }
+    deinit {
+        storage.deallocate()
+        nodes.base.deallocate()
+    }
 
     /// Parses `text` (copied: the document owns its bytes). On success node 0 is the root.
     func parse(_ text: UnsafeRawBufferPointer) -> Bool {
@@ -48,15 +53,16 @@ final class JSONDocument {
         }
         if let base = text.baseAddress { storage.update(from: base.assumingMemoryBound(to: UInt8.self), count: text.count) }
         count = text.count
-        nodes.removeAll(keepingCapacity: true)
+        nodes.count = 0
         hintObject = -1
         guard text.count < Int(Int32.max) else { return false }
         var parser = Parser(p: UnsafePointer(storage), n: count)
-        let ok = parser.parseDocument(into: &nodes)
-        return ok
+        return parser.parseDocument(into: &nodes)
     }
 
-    var rootIsObject: Bool { nodes.first?.kind == .object }
+    var rootIsObject: Bool { nodes.count > 0 && nodes.base[0].kind == .object }
+
+    var nodeCount: Int { nodes.count }
 
     // MARK: access (node indices come from this document's `nodes`)
 
@@ -70,12 +76,13 @@ final class JSONDocument {
     func find(_ key: String, in object: Int) -> Int? {
         var key = key
         return key.withUTF8 { k -> Int? in
-            let end = Int(nodes[object].next)
+            let n = nodes.base, bytes = storage
+            let end = Int(n[object].next)
             let first = object + 1
             let from = hintObject == object && hintKey < end ? hintKey : first
-            if let hit = scan(k, from: from, to: end) ?? (from > first ? scan(k, from: first, to: from) : nil) {
+            if let hit = scan(k, n, bytes, from: from, to: end) ?? (from > first ? scan(k, n, bytes, from: first, to: from) : nil) {
                 hintObject = object
-                hintKey = Int(nodes[hit + 1].next)
+                hintKey = Int(n[hit + 1].next)
                 return hit + 1
             }
             return nil
@@ -83,17 +90,18 @@ final class JSONDocument {
     }
 
     /// The key node named `k` among the members whose key nodes are from `from` (a key) up to `to`.
-    private func scan(_ k: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Int? {
+    private func scan(_ k: UnsafeBufferPointer<UInt8>, _ n: UnsafeMutablePointer<Node>, _ bytes: UnsafeMutablePointer<UInt8>,
+                      from: Int, to: Int) -> Int? {
         var i = from
         while i < to {
-            let name = nodes[i]
+            let name = n[i]
             if name.escaped {
                 if string(i) == String(decoding: k, as: UTF8.self) { return i }
             } else if Int(name.end - name.start) == k.count,
-                      k.count == 0 || memcmp(storage + Int(name.start), k.baseAddress!, k.count) == 0 {
+                      k.count == 0 || memcmp(bytes + Int(name.start), k.baseAddress!, k.count) == 0 {
                 return i
             }
-            i = Int(nodes[i + 1].next)
+            i = Int(n[i + 1].next)
         }
         return nil
     }
@@ -101,38 +109,51 @@ final class JSONDocument {
     /// The key/value node pairs of the object at `object`.
     func members(_ object: Int) -> [(key: Int, value: Int)] {
         var out: [(key: Int, value: Int)] = []
-        let end = Int(nodes[object].next)
+        let n = nodes.base
+        let end = Int(n[object].next)
         var i = object + 1
         while i < end {
             out.append((i, i + 1))
-            i = Int(nodes[i + 1].next)
+            i = Int(n[i + 1].next)
         }
         return out
+    }
+
+    /// Calls `body(key, value)` for each member of the object at `object`, until it returns false.
+    @inline(__always) func forEachMember(_ object: Int, _ body: (Int, Int) throws -> Bool) rethrows {
+        let n = nodes.base
+        let end = Int(n[object].next)
+        var i = object + 1
+        while i < end {
+            guard try body(i, i + 1) else { return }
+            i = Int(n[i + 1].next)
+        }
     }
 
     /// The element nodes of the array at `array`.
     func elements(_ array: Int) -> [Int] {
         var out: [Int] = []
-        let end = Int(nodes[array].next)
+        let n = nodes.base
+        let end = Int(n[array].next)
         var i = array + 1
         while i < end {
             out.append(i)
-            i = Int(nodes[i].next)
+            i = Int(n[i].next)
         }
         return out
     }
 
-    func kind(_ node: Int) -> Kind { nodes[node].kind }
+    func kind(_ node: Int) -> Kind { nodes.base[node].kind }
 
     func string(_ node: Int) -> String? {
-        let n = nodes[node]
+        let n = nodes.base[node]
         guard n.kind == .string else { return nil }
         let bytes = UnsafeBufferPointer(start: storage + Int(n.start), count: Int(n.end - n.start))
         return n.escaped ? Self.unescape(bytes) : String(decoding: bytes, as: UTF8.self)
     }
 
     func bool(_ node: Int) -> Bool? {
-        switch nodes[node].kind {
+        switch nodes.base[node].kind {
         case .true: true
         case .false: false
         default: nil
@@ -142,7 +163,7 @@ final class JSONDocument {
     /// An exact integer: `12`, `-3`, `1e3` (1000), `2.0`; nil for `1.5`, out-of-range values
     /// and anything that is not a number.
     func int64(_ node: Int) -> Int64? {
-        let n = nodes[node]
+        let n = nodes.base[node]
         guard n.kind == .number else { return nil }
         var i = Int(n.start)
         let end = Int(n.end)
@@ -168,7 +189,7 @@ final class JSONDocument {
 
     /// Any number, as a Double (possibly infinite for a huge exponent).
     func double(_ node: Int) -> Double? {
-        let n = nodes[node]
+        let n = nodes.base[node]
         guard n.kind == .number else { return nil }
         // strtod needs a terminated string; numbers are short.
         var buf = [CChar](repeating: 0, count: Int(n.end - n.start) + 1)
@@ -223,6 +244,32 @@ final class JSONDocument {
     }
 }
 
+/// The document's nodes: a growable buffer written by the parser.
+struct NodeBuffer {
+    var base: UnsafeMutablePointer<JSONDocument.Node>
+    var count = 0
+    var capacity: Int
+
+    init() {
+        capacity = 256
+        base = .allocate(capacity: capacity)
+    }
+
+    /// The index of the new node.
+    @inline(__always) mutating func append(_ node: JSONDocument.Node) -> Int {
+        if count == capacity {
+            let bigger = UnsafeMutablePointer<JSONDocument.Node>.allocate(capacity: capacity * 2)
+            bigger.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = bigger
+            capacity *= 2
+        }
+        (base + count).initialize(to: node)
+        count += 1
+        return count - 1
+    }
+}
+
 /// Recursive descent over validated bytes; every node is appended in document order.
 private struct Parser {
     let p: UnsafePointer<UInt8>
@@ -231,7 +278,7 @@ private struct Parser {
 
     init(p: UnsafePointer<UInt8>, n: Int) { self.p = p; self.n = n }
 
-    mutating func parseDocument(into nodes: inout [JSONDocument.Node]) -> Bool {
+    mutating func parseDocument(into nodes: inout NodeBuffer) -> Bool {
         skipSpace()
         guard value(&nodes, depth: 0) else { return false }
         skipSpace()
@@ -246,7 +293,7 @@ private struct Parser {
         }
     }
 
-    mutating func value(_ nodes: inout [JSONDocument.Node], depth: Int) -> Bool {
+    mutating func value(_ nodes: inout NodeBuffer, depth: Int) -> Bool {
         guard i < n else { return false }
         switch p[i] {
         case UInt8(ascii: "\""): return string(&nodes)
@@ -259,10 +306,9 @@ private struct Parser {
         }
     }
 
-    mutating func container(_ nodes: inout [JSONDocument.Node], depth: Int, object: Bool) -> Bool {
+    mutating func container(_ nodes: inout NodeBuffer, depth: Int, object: Bool) -> Bool {
         guard depth < JSONDocument.maxDepth else { return false }
-        let me = nodes.count
-        nodes.append(.init(kind: object ? .object : .array, escaped: false, start: Int32(i), end: Int32(i), next: 0))
+        let me = nodes.append(.init(kind: object ? .object : .array, escaped: false, start: Int32(i), end: Int32(i), next: 0))
         let close = UInt8(ascii: object ? "}" : "]")
         i += 1
         skipSpace()
@@ -290,21 +336,21 @@ private struct Parser {
                 break
             }
         }
-        nodes[me].end = Int32(i)
-        nodes[me].next = Int32(nodes.count)
+        nodes.base[me].end = Int32(i)
+        nodes.base[me].next = Int32(nodes.count)
         return true
     }
 
-    mutating func literal(_ word: StaticString, _ kind: JSONDocument.Kind, _ nodes: inout [JSONDocument.Node]) -> Bool {
+    mutating func literal(_ word: StaticString, _ kind: JSONDocument.Kind, _ nodes: inout NodeBuffer) -> Bool {
         let w = word.utf8Start
         let len = word.utf8CodeUnitCount
         guard n - i >= len, memcmp(p + i, w, len) == 0 else { return false }
-        nodes.append(.init(kind: kind, escaped: false, start: Int32(i), end: Int32(i + len), next: Int32(nodes.count + 1)))
+        _ = nodes.append(.init(kind: kind, escaped: false, start: Int32(i), end: Int32(i + len), next: Int32(nodes.count + 1)))
         i += len
         return true
     }
 
-    mutating func number(_ nodes: inout [JSONDocument.Node]) -> Bool {
+    mutating func number(_ nodes: inout NodeBuffer) -> Bool {
         let start = i
         @inline(__always) func digit() -> Bool { i < n && p[i] >= 0x30 && p[i] <= 0x39 }
         if i < n, p[i] == UInt8(ascii: "-") { i += 1 }
@@ -321,19 +367,19 @@ private struct Parser {
             guard digit() else { return false }
             while digit() { i += 1 }
         }
-        nodes.append(.init(kind: .number, escaped: false, start: Int32(start), end: Int32(i), next: Int32(nodes.count + 1)))
+        _ = nodes.append(.init(kind: .number, escaped: false, start: Int32(start), end: Int32(i), next: Int32(nodes.count + 1)))
         return true
     }
 
     /// At the opening quote. Checks escapes, control characters and UTF-8.
-    mutating func string(_ nodes: inout [JSONDocument.Node]) -> Bool {
+    mutating func string(_ nodes: inout NodeBuffer) -> Bool {
         i += 1
         let start = i
         var escaped = false
         while i < n {
             let c = p[i]
             if c == UInt8(ascii: "\"") {
-                nodes.append(.init(kind: .string, escaped: escaped, start: Int32(start), end: Int32(i), next: Int32(nodes.count + 1)))
+                _ = nodes.append(.init(kind: .string, escaped: escaped, start: Int32(start), end: Int32(i), next: Int32(nodes.count + 1)))
                 i += 1
                 return true
             }

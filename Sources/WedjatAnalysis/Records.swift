@@ -676,11 +676,14 @@ struct Fields {
     func stringMap(_ key: String) throws(RecordDecodeError) -> [String: String]? {
         guard let v = try raw(key, required: false, expected: "an object of strings") else { return nil }
         guard doc.kind(v) == .object else { throw bad(key, "an object of strings") }
-        var out: [String: String] = [:]
-        for (k, e) in doc.members(v) {
-            guard let s = doc.string(e) else { throw bad(key, "an object of strings") }
+        var out = [String: String](minimumCapacity: 8)   // no regrowth for the usual few headers
+        var allStrings = true
+        doc.forEachMember(v) { k, e in
+            guard let s = doc.string(e) else { allStrings = false; return false }
             out[doc.string(k)!] = s
+            return true
         }
+        guard allStrings else { throw bad(key, "an object of strings") }
         return out
     }
 

@@ -237,6 +237,8 @@ public struct HTTPStats: Sendable {
     public private(set) var timedBytes: Int64 = 0
     public private(set) var timedUs: Int64 = 0
     public private(set) var schemes: Set<String> = []
+    /// The last scheme inserted: most records repeat it, and a compare is cheaper than a hash.
+    private var lastScheme: String?
     /// Request start → response start, of every exchange that has a response (errors included,
     /// as the writer does in summaries).
     public private(set) var ttfb = DurationStats()
@@ -261,7 +263,10 @@ public struct HTTPStats: Sendable {
         requestBytes += bytesOut
         responseBytes += bytesIn
         if h.reused == true { reused += 1 }
-        if let s = h.scheme, !schemes.contains(s) { schemes.insert(s) }
+        if let s = h.scheme, s != lastScheme {
+            lastScheme = s
+            schemes.insert(s)
+        }
         if let t = h.ttfbUs { ttfb.record(t) }
         if let d = h.durationUs {
             durations.record(d)

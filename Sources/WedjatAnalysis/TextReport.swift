@@ -12,7 +12,8 @@ public struct TextReport {
     static let processesShown = 30
     static let treeChildrenShown = 20
     static let treeLinesShown = 60
-    static let warningsShown = 30
+    /// Warnings shown of each kind: many killed processes must not hide a damaged line.
+    static let warningsShown = 10
 
     public func render(_ r: Report) -> String {
         var out = headlineLines(r.headline)
@@ -111,8 +112,13 @@ public struct TextReport {
     func warningLines(_ warnings: [Report.WarningItem]) -> [String] {
         guard !warnings.isEmpty else { return ["", bold("WARNINGS") + ": none"] }
         var out = ["", paint(bold("WARNINGS (\(warnings.count))"), .yellow)]
-        for w in warnings.prefix(Self.warningsShown) { out.append("  " + w.text) }
-        out += more(warnings.count - Self.warningsShown, "warning")
+        var kinds: [String] = []
+        for w in warnings where !kinds.contains(w.kind) { kinds.append(w.kind) }
+        for kind in kinds {
+            let ofKind = warnings.filter { $0.kind == kind }
+            for w in ofKind.prefix(Self.warningsShown) { out.append("  " + w.text) }
+            out += more(ofKind.count - Self.warningsShown, "warning", what: "of this kind (\(kind))")
+        }
         return out
     }
 

@@ -47,10 +47,7 @@ struct DiffCommand: ParsableCommand {
         let diff = RunDiff(a: a, pathA: runs[0], b: b, pathB: runs[1], thresholds: thresholds)
         switch format {
         case .json:
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(diff), as: UTF8.self))
+            print(try DiffJSON.render(diff), terminator: "")
         case .text:
             let env = ProcessInfo.processInfo.environment
             let useColor = color == .always || (color == .auto && isatty(STDOUT_FILENO) == 1 && env["NO_COLOR"] == nil)

@@ -188,7 +188,7 @@ final class ReportHostsTests: XCTestCase {
         XCTAssertEqual(r.processes.count, 1000)
         XCTAssertEqual(r.drops.count, 1000)
         XCTAssertTrue(text.contains("  … 970 more processes (--format json lists all)"), text)
-        XCTAssertTrue(text.contains("  … 970 more warnings (--format json lists all)"), text)
+        XCTAssertTrue(text.contains("  … 990 more warnings of this kind (no_end) (--format json lists all)"), text)
         XCTAssertLessThan(text.split(separator: "\n").count, 300)
     }
 }
