@@ -247,10 +247,12 @@ WJ_HIDDEN int wj_agent_threads_alive(void);   // wedjat threads in this process 
 // Stalls (stalls.c). The wait wrappers bracket the real wait; blocking hooks report a call that
 // took longer than the threshold with wj_stall_blocked (on the calling thread, after the call).
 WJ_HIDDEN extern uint64_t wj_stall_ns;   // WEDJAT_STALL_MS in ns, 0 = off
-enum { WJ_WAIT_POLL = 1, WJ_WAIT_PPOLL, WJ_WAIT_SELECT, WJ_WAIT_PSELECT, WJ_WAIT_EPOLL_WAIT, WJ_WAIT_EPOLL_PWAIT,
-       WJ_WAIT_EPOLL_PWAIT2 };
 WJ_HIDDEN void wj_wait_begin(void);
-WJ_HIDDEN void wj_wait_end(int call);
+WJ_HIDDEN void wj_wait_end(int ready_call);  // WJ_READY_POLL ... WJ_READY_EPOLL_PWAIT2; keeps errno
+static inline int wj_wait_end_passing(int ready_call, int result) {
+    wj_wait_end(ready_call);
+    return result;
+}
 WJ_HIDDEN void wj_stall_blocked(const char *call, int fd, const struct sockaddr *peer, const char *host,
                                 uint64_t start, uint64_t end, int err);
 WJ_HIDDEN uint64_t wj_stalls_watch(void);        // the watchdog's round; returns its next due time

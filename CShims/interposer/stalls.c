@@ -86,7 +86,7 @@ typedef struct wj_loop {
     _Atomic uint64_t busy_total;  // busy ns, added at each wait entry
     _Atomic uint64_t iterations;
     _Atomic uint64_t max_busy;    // since the last vitals sample
-    _Atomic uint32_t after;       // index in wait_names of the last wait that returned
+    _Atomic uint32_t after;       // WJ_READY_* code of the last wait that returned
     _Atomic uint32_t want_self;   // the watchdog asks a sleeping thread to sample itself
     _Atomic uint64_t ended_seq, ended_start, ended_end, ended_cpu;  // a stall its wait ended
     _Atomic uint64_t self_seq;    // a self-sample is in self
@@ -97,7 +97,8 @@ typedef struct wj_loop {
     uint64_t seen_ended, seen_self, prev_iter, prev_busy, prev_t;
 } wj_loop;
 
-static const char *const wait_names[] = {"", "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
+// By WJ_READY_* code, from WJ_READY_POLL on.
+static const char *const wait_names[] = {"poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
                                          "epoll_pwait2"};
 
 uint64_t wj_stall_ns;
@@ -392,11 +393,13 @@ void wj_wait_begin(void) {
     if (WJ_UNLIKELY(busy >= wj_stall_ns)) stall_ended(l, since, now);
 }
 
-void wj_wait_end(int call) {
+void wj_wait_end(int ready_call) {
     wj_loop *l = my_loop;
     if (!l) return;
+    int err = errno;
     WJ_STORE(l->busy_since, wj_now_ns());
-    WJ_STORE(l->after, (uint32_t)call);
+    errno = err;
+    WJ_STORE(l->after, (uint32_t)ready_call);
     WJ_STORE(l->iterations, WJ_LOAD(l->iterations) + 1);
     atomic_store_explicit(&l->phase, PH_BUSY, memory_order_release);
 }
@@ -669,7 +672,8 @@ static void start_loop_stall(wj_loop *l, int tid, uint64_t since) {
     s->tid = tid;
     s->start = since;
     uint32_t after = WJ_LOAD(l->after);
-    s->after = after < sizeof wait_names / sizeof *wait_names ? wait_names[after] : "";
+    uint32_t index = after - WJ_READY_POLL;  // wraps for codes below WJ_READY_POLL
+    s->after = index < sizeof wait_names / sizeof *wait_names ? wait_names[index] : "";
     s->next_sample = sample_due(s, 0);
     // The thread's CPU clock from here to the end of the stall tells on-CPU from off-CPU.
     s->t_first = wj_now_ns();

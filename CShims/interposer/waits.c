@@ -17,6 +17,11 @@ static void check_connecting(int fd, uint64_t now) {
     if (syscall(SYS_getpeername, fd, &ss, &len) == 0) wj_conn_connected(c, now);
 }
 
+// A wait call: the program is ready from its first one on, and a loop thread's busy time ends
+// at the call and starts again at its return (stalls.c).
+#define WJ_WAIT_CALL(ready, real_call) \
+    (wj_note_ready(ready), wj_wait_begin(), wj_wait_end_passing(ready, (real_call)))
+
 static int pending_connects(void) {
     return atomic_load_explicit(&wj_connecting_count, memory_order_relaxed) > 0;
 }
@@ -31,45 +36,25 @@ static void after_poll(struct pollfd *fds, nfds_t n, int r) {
 }
 
 WJ_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
-    wj_note_ready(WJ_READY_POLL);
-    wj_wait_begin();
-    int r = WJ_REAL(poll)(fds, n, timeout);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_POLL);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_POLL, WJ_REAL(poll)(fds, n, timeout));
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
-    wj_note_ready(WJ_READY_POLL);
-    wj_wait_begin();
-    int r = WJ_REAL(__poll_chk)(fds, n, timeout, fdslen);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_POLL);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_POLL, WJ_REAL(__poll_chk)(fds, n, timeout, fdslen));
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
-    wj_note_ready(WJ_READY_PPOLL);
-    wj_wait_begin();
-    int r = WJ_REAL(ppoll)(fds, n, ts, mask);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_PPOLL);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_PPOLL, WJ_REAL(ppoll)(fds, n, ts, mask));
     after_poll(fds, n, r);
     return r;
 }
 
 WJ_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
-    wj_note_ready(WJ_READY_PPOLL);
-    wj_wait_begin();
-    int r = WJ_REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_PPOLL);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_PPOLL, WJ_REAL(__ppoll_chk)(fds, n, ts, mask, fdslen));
     after_poll(fds, n, r);
     return r;
 }
@@ -84,23 +69,13 @@ static void after_select(int n, fd_set *wr, int r) {
 }
 
 WJ_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) {
-    wj_note_ready(WJ_READY_SELECT);
-    wj_wait_begin();
-    int r = WJ_REAL(select)(n, rd, wr, ex, tv);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_SELECT);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_SELECT, WJ_REAL(select)(n, rd, wr, ex, tv));
     after_select(n, wr, r);
     return r;
 }
 
 WJ_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask) {
-    wj_note_ready(WJ_READY_PSELECT);
-    wj_wait_begin();
-    int r = WJ_REAL(pselect)(n, rd, wr, ex, ts, mask);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_PSELECT);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_PSELECT, WJ_REAL(pselect)(n, rd, wr, ex, ts, mask));
     after_select(n, wr, r);
     return r;
 }
@@ -162,34 +137,19 @@ static void after_epoll(int epfd, struct epoll_event *evs, int r) {
 }
 
 WJ_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
-    wj_note_ready(WJ_READY_EPOLL_WAIT);
-    wj_wait_begin();
-    int r = WJ_REAL(epoll_wait)(epfd, evs, max, timeout);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_EPOLL_WAIT);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_EPOLL_WAIT, WJ_REAL(epoll_wait)(epfd, evs, max, timeout));
     after_epoll(epfd, evs, r);
     return r;
 }
 
 WJ_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
-    wj_note_ready(WJ_READY_EPOLL_PWAIT);
-    wj_wait_begin();
-    int r = WJ_REAL(epoll_pwait)(epfd, evs, max, timeout, mask);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_EPOLL_PWAIT);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_EPOLL_PWAIT, WJ_REAL(epoll_pwait)(epfd, evs, max, timeout, mask));
     after_epoll(epfd, evs, r);
     return r;
 }
 
 WJ_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask) {
-    wj_note_ready(WJ_READY_EPOLL_PWAIT2);
-    wj_wait_begin();
-    int r = WJ_REAL(epoll_pwait2)(epfd, evs, max, ts, mask);
-    int err_ = errno;
-    wj_wait_end(WJ_WAIT_EPOLL_PWAIT2);
-    errno = err_;
+    int r = WJ_WAIT_CALL(WJ_READY_EPOLL_PWAIT2, WJ_REAL(epoll_pwait2)(epfd, evs, max, ts, mask));
     after_epoll(epfd, evs, r);
     return r;
 }
