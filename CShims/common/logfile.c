@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,8 +27,10 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     size_t len = strlen(dir);
     if (len == 0 || len >= sizeof path) { snprintf(why, why_len, "bad directory name"); return 0; }
     memcpy(path, dir, len + 1);
-    // mkdir -p, each new level 0700; the common case (it exists) costs one call.
-    int made = sys_mkdir(path, 0700) == 0 || errno == EEXIST;
+    // mkdir -p, each new level 0700; the common case (it exists) costs one lstat, the one below.
+    struct stat st;
+    int existed = sys_lstat(dir, &st) == 0;
+    int made = existed || sys_mkdir(path, 0700) == 0 || errno == EEXIST;
     for (size_t i = 1; !made && i <= len; i++) {
         if (path[i] == '/' || path[i] == 0) {
             char c = path[i];
@@ -39,8 +42,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
             path[i] = c;
         }
     }
-    struct stat st;
-    if (sys_lstat(dir, &st) != 0) { snprintf(why, why_len, "cannot stat %s: %s", dir, strerror(errno)); return 0; }
+    if (!existed && sys_lstat(dir, &st) != 0) { snprintf(why, why_len, "cannot stat %s: %s", dir, strerror(errno)); return 0; }
     if (S_ISLNK(st.st_mode)) {
         // A link is followed only if it points to a directory we own.
         if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
@@ -193,11 +195,17 @@ static int still_ours(wj_logfile *lf, int fd) {
     return 1;
 }
 
-// Whole or nothing: a short write is cut back so the file never ends in half a line.
-static int write_all(wj_logfile *lf, int fd, const char *buf, size_t len) {
-    size_t done = 0;
+// Whole or nothing: a short write is cut back so the file never ends in half a line. Two
+// pieces (the header and the first lines) go in one writev.
+static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const char *b, size_t b_len) {
+    size_t len = a_len + b_len, done = 0;
     while (done < len) {
-        long n = wj_sys_write(fd, buf + done, len - done);
+        struct iovec iov[2];
+        int n_iov = 0;
+        if (done < a_len) iov[n_iov++] = (struct iovec){(void *)(a + done), a_len - done};
+        size_t b_done = done > a_len ? done - a_len : 0;
+        if (b_len > b_done) iov[n_iov++] = (struct iovec){(void *)(b + b_done), b_len - b_done};
+        long n = syscall(SYS_writev, fd, iov, n_iov);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         done += (size_t)n;
@@ -245,13 +253,15 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
     // Every file begins with its header (process_start): a file created anew (the old one was
     // moved or deleted), emptied by someone, or whose first write failed gets it first.
     if (lf->header && (!lf->header_landed || lf->size == 0)) {
-        if (lf->size + lf->header_len + len > limit || !write_all(lf, fd, lf->header, lf->header_len)) {
+        if (lf->size + lf->header_len + len > limit || !write_all(lf, fd, lf->header, lf->header_len, buf, len)) {
             drop(lf, len);
             goto out;
         }
         lf->header_landed = 1;
+        ok = 1;
+        goto out;
     }
-    if (write_all(lf, fd, buf, len)) ok = 1;
+    if (write_all(lf, fd, buf, len, 0, 0)) ok = 1;
     else drop(lf, len);
 out:
     pthread_mutex_unlock(&lf->lock);

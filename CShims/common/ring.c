@@ -49,6 +49,8 @@ int wj_ring_push(wj_ring *r, const void *ev) {
 
 int wj_ring_pop(wj_ring *r, void *out) {
     uint64_t pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
+    // Nothing claimed since: empty, without touching (and faulting in) the slot's page.
+    if (atomic_load_explicit(&r->enq, memory_order_relaxed) == pos) return 0;
     _Atomic uint64_t *lapp = slot_lap(r, pos);
     uint64_t base = pos & ~r->mask;
     if (atomic_load_explicit(lapp, memory_order_acquire) != base + 1) return 0;

@@ -60,11 +60,11 @@ static uint64_t c_written[C_TYPES], c_pending[C_TYPES];
 static uint64_t c_dropped_records;
 static uint64_t reported_drop_events, reported_drop_records;
 static int start_written;
-static char out_buf[64 * 1024];
+WJ_BIG static char out_buf[64 * 1024];
 static size_t out_len;
-static char line_buf[64 * 1024];
-static char start_line[64 * 1024];
-static char sample_line[64 * 1024];      // the agent thread's periodic sample
+WJ_BIG static char line_buf[64 * 1024];
+WJ_BIG static char start_line[64 * 1024];
+WJ_BIG static char sample_line[64 * 1024];      // the agent thread's periodic sample
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, 0, 0);
@@ -413,10 +413,11 @@ static void start_thread(void) {
     pthread_attr_setstacksize(&attr, 1024 * 1024);
     pthread_attr_setsigmask_np(&attr, &all);
     pthread_t t;
+    atomic_store(&wj_sampler_wanted, 0);
     atomic_store(&wj_agent_tid, 0);
     uint32_t gen = atomic_load(&agent_gen);
     atomic_fetch_add(&live_threads, 1);
-    if (pthread_create(&t, &attr, agent_main, (void *)(uintptr_t)gen) != 0) {
+    if (WJ_REAL(pthread_create)(&t, &attr, agent_main, (void *)(uintptr_t)gen) != 0) {
         atomic_fetch_sub(&live_threads, 1);
         atomic_store(&agent_state, AGENT_FAILED);
     }
@@ -480,8 +481,7 @@ void wj_agent_nudge_stall(void) {
     errno = err;
 }
 
-// main() is about to run, or a forked child begins: a process that lives past one interval
-// gets its samples from a thread that otherwise sleeps.
+// A process that lives past one interval gets its samples from a thread that otherwise sleeps.
 void wj_agent_start_sampler(void) {
     if (wj_disabled || wj_proc.config.sample_ms <= 0 || atomic_load(&finished)) return;
     int expected = AGENT_NONE;
@@ -490,6 +490,54 @@ void wj_agent_start_sampler(void) {
     reserve_fd_table();
     errno = err;
     start_thread();
+}
+
+// ---------------------------------------------------------------- lazy sampler start
+
+// Creating the sampler thread (and tearing it down at exit) costs a process about 0.1 ms, and
+// most processes (a shell's commands, a fork that execs) end long before their first sample.
+// So from main() (or a fork) on the thread is only wanted, and starts when the process shows
+// it will live: at its first wait (poll, select, epoll) or sleep, its first thread of its own,
+// its first network event (wj_agent_ensure_started), or any I/O call once it has lived
+// WJ_SAMPLER_GATE_MS. Its first sample still covers the interval from main().
+_Atomic int wj_sampler_wanted;
+static uint64_t sampler_gate_ns;   // CLOCK_MONOTONIC_COARSE
+
+static uint64_t coarse_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void wj_sampler_want(void) {
+    if (wj_disabled || wj_proc.config.sample_ms <= 0 || atomic_load(&finished)) return;
+    sampler_gate_ns = coarse_now_ns() + WJ_SAMPLER_GATE_MS * 1000000ull;
+    atomic_store(&wj_sampler_wanted, 1);
+}
+
+// pthread_create is not async-signal-safe: never from a hook that may be running in a signal
+// handler (one that interrupted malloc would deadlock). A thread is not in a handler when no
+// handled signal is blocked in it (a handler runs with its own signal blocked, unless
+// SA_NODEFER); when that cannot be ruled out, the next try is 100 ms later.
+void wj_sampler_poke_slow(int gated) {
+    if (gated && coarse_now_ns() < sampler_gate_ns) return;
+    if (!wj_enter()) return;  // inside a hook, wedjat's own thread, a vfork child
+    int err = errno;
+    if (atomic_load(&agent_state) != AGENT_NONE || atomic_load(&finished)) {
+        atomic_store(&wj_sampler_wanted, 0);
+    } else if (wj_maybe_in_signal_handler()) {
+        sampler_gate_ns = coarse_now_ns() + 100 * 1000000ull;
+        if (!gated) atomic_store(&wj_sampler_wanted, 1);
+    } else {
+        wj_agent_start_sampler();
+    }
+    errno = err;
+    wj_leave();
+}
+
+WJ_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    wj_sampler_poke(0);
+    return WJ_REAL(pthread_create)(thread, attr, start, arg);
 }
 
 // ---------------------------------------------------------------- unshare, setns
@@ -577,15 +625,15 @@ void wj_agent_atfork_child(void) {
     atomic_store(&live_threads, 0);
     // The agent library stays mapped; it notices the new generation and starts afresh.
     wj_vitals_forked_child();
-    // A child that lives on (a daemon, a worker) is sampled too; one that execs soon loses
-    // the thread at the exec. Here rather than in the fork() wrapper: glibc's own forks
-    // (daemon()) run the handlers but not the wrapper.
-    wj_agent_start_sampler();
+    // A child that lives on (a daemon, a worker) is sampled too, from its first wait, sleep or
+    // I/O call past the gate; one that execs soon never starts the thread. Here rather than in
+    // the fork() wrapper: glibc's own forks (daemon()) run the handlers but not the wrapper.
+    wj_sampler_want();
 }
 
 // ---------------------------------------------------------------- main, exit, exec
 
-char wj_argv_copy[32768];
+WJ_BIG char wj_argv_copy[32768];
 size_t wj_argv_len;
 int wj_argv_truncated;
 
@@ -604,7 +652,7 @@ void wj_main_entered(int argc, char **argv) {
     wj_main_seen = 1;
     if (!wj_disabled) {
         wj_vitals_main_entered();
-        wj_agent_start_sampler();
+        wj_sampler_want();
     }
 }
 
@@ -736,5 +784,5 @@ void wj_after_failed_exec(void) {
     write_out();
     pthread_mutex_unlock(&agent_lock);
     // The image goes on: so does its sampling (the full agent restarts at the next event).
-    wj_agent_start_sampler();
+    wj_sampler_want();
 }

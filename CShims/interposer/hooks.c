@@ -97,6 +97,7 @@ static void blocking_end(const char *call, int fd, uint64_t start, int failed) {
 
 #define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir, counted, bufs) \
     WJ_EXPORT ret name params {                                         \
+        wj_sampler_poke(1);                                             \
         uint64_t t_block_ = wj_blocking_begin(fdexpr, dir);             \
         ret r = WJ_REAL(name) args;                                     \
         if (WJ_UNLIKELY(t_block_)) blocking_end(#name, fdexpr, t_block_, r < 0); \

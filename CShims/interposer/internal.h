@@ -13,6 +13,7 @@
 #include <sys/select.h>
 #include <sys/epoll.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <netdb.h>
 #include <time.h>
@@ -242,6 +243,17 @@ WJ_HIDDEN size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_
 WJ_HIDDEN int wj_vitals_startup_due(int final);
 WJ_HIDDEN size_t wj_vitals_format_startup(char *buf, size_t cap);
 WJ_HIDDEN void wj_agent_start_sampler(void);
+// The sampler thread starts lazily (agent.c): wanted from main (or a fork) on, started by the
+// first wait, sleep, thread creation or network event, or by any I/O call once the process
+// has lived WJ_SAMPLER_GATE_MS. One relaxed load per call until then.
+#define WJ_SAMPLER_GATE_MS 20
+WJ_HIDDEN extern _Atomic int wj_sampler_wanted;
+WJ_HIDDEN void wj_sampler_want(void);
+WJ_HIDDEN void wj_sampler_poke_slow(int gated);
+static inline void wj_sampler_poke(int gated) {
+    if (WJ_UNLIKELY(atomic_load_explicit(&wj_sampler_wanted, memory_order_relaxed))) wj_sampler_poke_slow(gated);
+}
+WJ_HIDDEN int wj_maybe_in_signal_handler(void);  // stalls.c
 WJ_HIDDEN int wj_agent_threads_alive(void);   // wedjat threads in this process (0 or 1; 2 briefly)
 
 // Stalls (stalls.c). The wait wrappers bracket the real wait; blocking hooks report a call that

@@ -102,10 +102,13 @@ static const char *const wait_names[] = {"poll", "ppoll", "select", "pselect", "
                                          "epoll_pwait2"};
 
 uint64_t wj_stall_ns;
-static wj_loop loops[WJ_LOOPS];
+WJ_BIG static wj_loop loops[WJ_LOOPS];
 static _Atomic int loops_used;    // slots ever used (high-water mark)
 static _Atomic uint64_t loops_full;
-static wj_stall stalls[WJ_STALL_BUFS];
+WJ_BIG static wj_stall stalls[WJ_STALL_BUFS];
+// Buffers ever claimed: the scans stop there. Each buffer has pages of its own, and a process
+// that never stalls should not fault them in to find them all free.
+static _Atomic int stalls_touched;
 static _Atomic uint64_t stalls_lost;  // no buffer was free
 static __thread wj_loop *my_loop __attribute__((tls_model("initial-exec")));
 static __thread int my_loop_none __attribute__((tls_model("initial-exec")));
@@ -309,6 +312,24 @@ WJ_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
     return prev;
 }
 
+// Could this thread be running a signal handler (agent.c asks before it creates a thread)? Not
+// if no signal with a handler is blocked in it: a handler runs with its signal blocked unless
+// SA_NODEFER. glibc's internal signals (32, 33) and wedjat's own call no hook.
+int wj_maybe_in_signal_handler(void) {
+    sigset_t blocked;
+    if (pthread_sigmask(SIG_BLOCK, 0, &blocked) != 0) return 1;
+    int ours = atomic_load(&stall_sig);
+    for (int s = 1; s <= SIGRTMAX; s++) {
+        struct sigaction cur;
+        if (s == ours) cur = app_action;
+        else if (s == SIGKILL || s == SIGSTOP || WJ_REAL(sigaction)(s, 0, &cur) != 0) continue;
+        void (*h)(int) = (cur.sa_flags & SA_SIGINFO) ? (void (*)(int))(void *)cur.sa_sigaction : cur.sa_handler;
+        if (h == SIG_DFL || h == SIG_IGN) continue;
+        if ((cur.sa_flags & SA_NODEFER) || sigismember(&blocked, s) == 1) return 1;
+    }
+    return 0;
+}
+
 // A sample signal was queued to this thread, which is about to wait or sleep: let it land
 // now (any system call returns through the signal check), or, if this thread blocks it, take
 // it off the queue. Never inside the wait.
@@ -407,6 +428,7 @@ void wj_wait_end(int ready_call) {
 // Sleeps: no signal while in one; a sample asked for meanwhile is taken by the thread itself
 // when the sleep returns (the same stack).
 static wj_loop *sleep_begin(void) {
+    wj_sampler_poke(0);
     wj_loop *l = my_loop;
     if (!l) return 0;
     uint32_t old = atomic_exchange_explicit(&l->phase, PH_SLEEP, memory_order_acq_rel);
@@ -472,6 +494,8 @@ static wj_stall *claim_buffer(uint32_t to) {
         uint32_t free_ = BUF_FREE;
         if (atomic_load(&stalls[i].state) == BUF_FREE && atomic_compare_exchange_strong(&stalls[i].state, &free_, to)) {
             wj_stall *s = &stalls[i];
+            int touched = atomic_load(&stalls_touched);
+            while (touched < i + 1 && !atomic_compare_exchange_weak(&stalls_touched, &touched, i + 1)) {}
             memset((char *)s + sizeof s->state, 0, offsetof(wj_stall, samples) - sizeof s->state);
             s->fd = -1;
             return s;
@@ -744,7 +768,8 @@ uint64_t wj_stalls_next_due(void) { return atomic_load(&watch_due); }
 uint64_t wj_stalls_lost(void) { return atomic_load(&stalls_lost) + atomic_load(&loops_full); }
 
 int wj_stalls_ready(void) {
-    for (int i = 0; i < WJ_STALL_BUFS; i++)
+    int touched = atomic_load(&stalls_touched);
+    for (int i = 0; i < touched; i++)
         if (atomic_load(&stalls[i].state) == BUF_READY) return 1;
     return 0;
 }
@@ -889,7 +914,8 @@ static size_t format_stall(char *buf, size_t cap, const wj_stall *s) {
 // The next record to write: a `modules` record when the loaded objects changed since the last
 // one (and a stall is waiting), else a finished stall. 0 when there is none.
 size_t wj_stalls_next_record(char *buf, size_t cap, int *is_modules) {
-    for (int i = 0; i < WJ_STALL_BUFS; i++) {
+    int touched = atomic_load(&stalls_touched);
+    for (int i = 0; i < touched; i++) {
         wj_stall *s = &stalls[i];
         if (atomic_load_explicit(&s->state, memory_order_acquire) != BUF_READY) continue;
         unsigned long long v[2] = {0, 0};
@@ -980,7 +1006,8 @@ void wj_stalls_atfork_child(void) {
         atomic_store(&my_loop->tid, wj_gettid());
         atomic_store(&my_loop->req, 0);
     }
-    for (int i = 0; i < WJ_STALL_BUFS; i++) atomic_store(&stalls[i].state, BUF_FREE);
+    int touched = atomic_load(&stalls_touched);
+    for (int i = 0; i < touched; i++) atomic_store(&stalls[i].state, BUF_FREE);
     modules_adds = modules_subs = ~0ull;
     modules_gen = 0;
     atomic_store(&watch_due, 0);

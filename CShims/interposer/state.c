@@ -27,9 +27,9 @@ int wj_disabled;
 #define WJ_DNS_RING_CAPACITY 256u
 #define WJ_PAYLOAD_RING_CAPACITY 16384u  // 8 MiB: a busy server's requests between two drains
 // .bss: pages appear only when used.
-static unsigned char wj_ring_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] __attribute__((aligned(64)));
-static unsigned char wj_dns_slots[WJ_DNS_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_dns_event))] __attribute__((aligned(64)));
-static unsigned char wj_payload_slots[WJ_PAYLOAD_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_payload))] __attribute__((aligned(64)));
+static unsigned char wj_ring_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] WJ_BIG;
+static unsigned char wj_dns_slots[WJ_DNS_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_dns_event))] WJ_BIG;
+static unsigned char wj_payload_slots[WJ_PAYLOAD_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_payload))] WJ_BIG;
 wj_ring wj_dns_ring;
 wj_ring wj_payload_ring;
 static _Atomic int wj_init_state;                // 0 not yet, 1 running, 2 done

@@ -64,8 +64,8 @@ static void gnutls_resolve(void *any_real) {
 
 // ---- session -> fd, for sessions whose transport the library cannot name
 #define WJ_SESSIONS 4096
-static _Atomic uint64_t session_key[WJ_SESSIONS];
-static _Atomic int session_fd[WJ_SESSIONS];
+WJ_BIG static _Atomic uint64_t session_key[WJ_SESSIONS];
+WJ_BIG static _Atomic int session_fd[WJ_SESSIONS];
 
 static unsigned session_hash(const void *s) { return (unsigned)(((uintptr_t)s >> 4) * 2654435761u) % WJ_SESSIONS; }
 

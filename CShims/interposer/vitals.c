@@ -109,7 +109,7 @@ struct linux_dirent64 {
 // Calls fn(name, ctx) for each entry of dir but . and .. (at most `max`); returns how many,
 // or -errno. The directory fd is open only inside, under the fd lock.
 static int list_dir(const char *dir, int max, void (*fn)(const char *name, void *ctx), void *ctx) {
-    static char dents[32768];
+    WJ_BIG static char dents[32768];
     int saved = errno;
     wj_logfile_lock_fds(&wj_proc.log);
     int fd = wj_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
@@ -198,7 +198,8 @@ static sys_mark sys_prev;
 
 // Per-thread CPU time (ns), sorted by tid.
 typedef struct { int tid; uint64_t run_ns; } thread_cpu;
-static thread_cpu threads_prev[MAX_THREADS], threads_cur[MAX_THREADS];
+WJ_BIG static thread_cpu threads_prev[MAX_THREADS];
+WJ_BIG static thread_cpu threads_cur[MAX_THREADS];
 static int n_threads_prev, threads_prev_valid;
 static int thread_cpu_source;        // 0 unknown, 1 schedstat (ns), 2 stat (clock ticks)
 
@@ -405,7 +406,7 @@ static void probe_freq(void) {
 }
 
 // Thread ids of this process, from /proc/self/task.
-static int task_tids[MAX_THREADS];
+WJ_BIG static int task_tids[MAX_THREADS];
 static int n_task_tids;
 
 static void task_entry(const char *name, void *ctx) {
@@ -466,9 +467,16 @@ void wj_vitals_baseline(void) {
 // Tiny intervals make /proc/stat's clock ticks meaningless.
 #define MIN_SYS_TICKS 20
 
+// The exit sample of a process that ended before its first periodic one (most processes: a
+// shell's commands, build steps) reports the process; the machine's gauges (memory, frequency,
+// energy: about 30 us of sysfs and /proc reads in a new process) come from processes that live.
+static const char brief_reason[] = "not read at the exit of a process that ended before its first periodic sample";
+
 size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
     pthread_mutex_lock(&sample_lock);
-    static char status[4096], meminfo[4096];
+    WJ_BIG static char status[4096];
+    WJ_BIG static char meminfo[4096];
+    int brief = at_exit && seq == 0;
     uint64_t now = wj_now_ns();
     struct rusage ru = self_usage();
     struct timespec self_cpu = {0, 0};
@@ -503,7 +511,7 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
     proc_prev = (proc_mark){1, now, user_us, sys_us};
 
     long rs = read_small("/proc/self/status", status, sizeof status);
-    long rm = read_small("/proc/meminfo", meminfo, sizeof meminfo);
+    long rm = brief ? 0 : read_small("/proc/meminfo", meminfo, sizeof meminfo);
     uint64_t threads_total = rs > 0 ? field_kb(status, "Threads") : 0;
 
     // The busiest threads over the interval (wedjat's own is reported apart). At the end of
@@ -585,8 +593,10 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
     if (sys_now.valid) sys_prev = sys_now;
 
     // Frequency per core.
-    probe_freq();
-    if (freq_state < 0) {
+    if (!brief) probe_freq();
+    if (brief) {
+        json_unavailable(&j, "cpu_freq", brief_reason);
+    } else if (freq_state < 0) {
         json_unavailable(&j, "cpu_freq", freq_reason);
     } else {
         wj_json_begin_object(&j, "cpu_freq");
@@ -634,7 +644,7 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
         wj_json_uint(&j, "used_bytes", total > avail ? total - avail : 0);
         wj_json_end(&j);
     } else {
-        json_unavailable(&j, "system_memory", "cannot read /proc/meminfo");
+        json_unavailable(&j, "system_memory", brief ? brief_reason : "cannot read /proc/meminfo");
     }
 
     // Open fds, the app's: wedjat's log fd is not counted. Linux >= 6.2 gives the count as
@@ -672,10 +682,12 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
 
     // Energy: RAPL package counters, batteries.
     wj_json_begin_object(&j, "energy");
-    probe_rapl();
+    if (!brief) probe_rapl();
     uint64_t uj[MAX_RAPL];
-    int rapl_read = rapl_state > 0 && read_rapl(uj);
-    if (rapl_state < 0) {
+    int rapl_read = !brief && rapl_state > 0 && read_rapl(uj);
+    if (brief) {
+        json_unavailable(&j, "rapl", brief_reason);
+    } else if (rapl_state < 0) {
         json_unavailable(&j, "rapl", rapl_reason);
     } else if (!rapl_read) {
         json_unavailable(&j, "rapl", "cannot read /sys/class/powercap/intel-rapl:*/energy_uj");
@@ -703,8 +715,10 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
         rapl_prev_mono = now;
         rapl_prev_valid = 1;
     }
-    probe_batteries();
-    if (battery_state < 0) {
+    if (!brief) probe_batteries();
+    if (brief) {
+        json_unavailable(&j, "battery", brief_reason);
+    } else if (battery_state < 0) {
         json_unavailable(&j, "battery", battery_reason);
     } else {
         wj_json_begin_array(&j, "battery");

@@ -20,7 +20,7 @@ static void check_connecting(int fd, uint64_t now) {
 // A wait call: the program is ready from its first one on, and a loop thread's busy time ends
 // at the call and starts again at its return (stalls.c).
 #define WJ_WAIT_CALL(ready, real_call) \
-    (wj_note_ready(ready), wj_wait_begin(), wj_wait_end_passing(ready, (real_call)))
+    (wj_note_ready(ready), wj_sampler_poke(0), wj_wait_begin(), wj_wait_end_passing(ready, (real_call)))
 
 static int pending_connects(void) {
     return atomic_load_explicit(&wj_connecting_count, memory_order_relaxed) > 0;

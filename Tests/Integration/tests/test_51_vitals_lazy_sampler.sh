@@ -1,0 +1,52 @@
+# The vitals sampler thread starts lazily: a short process never has it, a process that
+# makes interposed calls past the 20 ms gate (or starts threads) gets periodic samples, a
+# process that never calls anything interposed gets only its exit sample (README Limits), and
+# a process whose only interposed call is in a signal handler never gets the thread from
+# inside that handler: it finishes normally.
+. "$WJ_LIB/common.sh"
+
+# Without wedjat first: the fixture's own thread count.
+[ "$("$FIXTURES/vitals_lazy" quiet 30)" = "threads 1" ] || fail "fixture without wedjat: not 1 thread"
+
+short=$(wj logs_short "$FIXTURES/vitals_lazy" io 5) || fail "io 5 ms failed"
+[ "$short" = "threads 1" ] || fail "a 5 ms process got wedjat's thread: $short"
+io=$(wj logs_io "$FIXTURES/vitals_lazy" io 1600) || fail "io 1600 ms failed"
+[ "$io" = "threads 2" ] || fail "a 1.6 s process making write() calls has no sampler thread: $io"
+quiet=$(wj logs_quiet "$FIXTURES/vitals_lazy" quiet 1300) || fail "quiet failed"
+[ "$quiet" = "threads 1" ] || fail "a process with no interposed call got a thread: $quiet"
+handler=$(WJ_TIMEOUT=20 wj logs_handler "$FIXTURES/vitals_lazy" handler 1300) || fail "handler mode failed or hung (exit $?)"
+[ "$handler" = "threads 1" ] || fail "wedjat started its thread from a signal handler: $handler"
+threads=$(wj logs_threads "$FIXTURES/vitals_lazy" threads 1600) || fail "threads failed"
+[ "$threads" = "threads 2" ] || fail "unexpected thread count after joining: $threads"
+
+pylogs <<'PY' || fail "samples"
+def samples(d):
+    log = one(load_dir(d), f"log in {d}")
+    s = log.records("sample")
+    return [x for x in s if not x["at_exit"]], [x for x in s if x["at_exit"]]
+
+for d, want_periodic in (("logs_short", 0), ("logs_quiet", 0), ("logs_handler", 0)):
+    periodic, last = samples(d)
+    expect_eq(len(periodic), want_periodic, f"{d}: periodic samples")
+    expect_eq(len(last), 1, f"{d}: one exit sample")
+    if last:
+        s = last[0]
+        for key in ("system_memory", "cpu_freq"):
+            expect("unavailable" in s[key] and "first periodic sample" in s[key]["unavailable"],
+                   f"{d}: {key} in a brief exit sample says why it was not read: {s[key]}")
+        expect(s["memory"]["rss_bytes"] > 0 and s["memory"]["peak_rss_bytes"] > 0, f"{d}: process memory still read")
+
+for d in ("logs_io", "logs_threads"):
+    periodic, last = samples(d)
+    expect(len(periodic) >= 1, f"{d}: a periodic sample in 1.6 s (got {len(periodic)})")
+    expect_eq(len(last), 1, f"{d}: one exit sample")
+    if periodic:
+        first = periodic[0]
+        log = one(load_dir(d), d)
+        # The first interval still starts at main(), not when the thread started.
+        expect(abs(first["interval_start_ts"] - log.start["main_ts"]) <= 2_000, f"{d}: first interval from main: {first['interval_start_ts']} vs {log.start['main_ts']}")
+        expect(float(first["cpu"]["total_pct"]) >= 50.0, f"{d}: the busy process shows its CPU: {first['cpu']}")
+    if last:
+        expect("total_bytes" in last[0]["system_memory"], f"{d}: a sampled process's exit sample reads system memory")
+print("lazy sampler: ok")
+PY
