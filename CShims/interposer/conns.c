@@ -300,7 +300,7 @@ void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const s
     p.kind = WJ_EV_PAYLOAD;
     p.flags = (uint16_t)((dir == WJ_OUT ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0));
     p.conn_slot = (uint32_t)wj_fd_ref(fd) - 1;
-    p.tid = wj_gettid();
+    p.tid = wj_tid();
     p.conn_id = id;
     p.io_end = end;
     p.t = wj_now_ns();

@@ -141,13 +141,13 @@ void *wj_vfork_prepare(void) {
 }
 
 void wj_push(wj_event *ev) {
-    ev->tid = wj_gettid();
+    ev->tid = wj_tid();
     wj_ring_push(&wj_event_ring, ev);
     if (WJ_UNLIKELY(wj_ring_filling(&wj_event_ring))) wj_agent_nudge();
 }
 
 void wj_push_dns(wj_dns_event *ev) {
-    ev->tid = wj_gettid();
+    ev->tid = wj_tid();
     wj_ring_push(&wj_dns_ring, ev);
 }
 
@@ -194,6 +194,7 @@ static void atfork_parent(void) {
 }
 
 static void atfork_child(void) {
+    wj_tid_forget();
     if (wj_disabled) return;
     char parent_log[WJ_PATH_MAX];
     memcpy(parent_log, wj_proc.log_path, sizeof parent_log);

@@ -121,6 +121,10 @@ public struct HTTPRecord: Sendable, Equatable {
     public var method: String?
     public var host: String?
     public var path: String?
+    /// The request line's version, `HTTP/1.1` or `HTTP/1.0`; nil in logs written before it was.
+    public var version: String?
+    /// The final response's version where it differs from `version` (the record only says it then).
+    public var responseVersion: String?
     /// The final status; nil when no response was seen.
     public var status: Int?
     public var interimResponses: Int?
@@ -148,6 +152,7 @@ public struct HTTPRecord: Sendable, Equatable {
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, role: String, scheme: String? = "http",
                 method: String? = "GET", host: String? = nil, path: String? = nil, status: Int? = nil,
                 interimResponses: Int? = nil, peer: String? = nil, requestIndex: Int? = nil, reused: Bool? = nil,
+                version: String? = nil, responseVersion: String? = nil,
                 requestStartTs: Int64? = nil, requestEndTs: Int64? = nil, responseStartTs: Int64? = nil,
                 responseEndTs: Int64? = nil, ttfbUs: Int64? = nil, waitUs: Int64? = nil, durationUs: Int64? = nil,
                 requestHeaderBytes: Int64 = 0, requestBodyBytes: Int64 = 0, responseHeaderBytes: Int64 = 0,
@@ -156,13 +161,18 @@ public struct HTTPRecord: Sendable, Equatable {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.role = role; self.scheme = scheme
         self.method = method; self.host = host; self.path = path; self.status = status
         self.interimResponses = interimResponses; self.peer = peer; self.requestIndex = requestIndex
-        self.reused = reused; self.requestStartTs = requestStartTs; self.requestEndTs = requestEndTs
+        self.reused = reused; self.version = version; self.responseVersion = responseVersion
+        self.requestStartTs = requestStartTs; self.requestEndTs = requestEndTs
         self.responseStartTs = responseStartTs; self.responseEndTs = responseEndTs; self.ttfbUs = ttfbUs
         self.waitUs = waitUs; self.durationUs = durationUs; self.requestHeaderBytes = requestHeaderBytes
         self.requestBodyBytes = requestBodyBytes; self.responseHeaderBytes = responseHeaderBytes
         self.responseBodyBytes = responseBodyBytes; self.complete = complete; self.upgraded = upgraded
         self.error = error; self.headers = headers
     }
+
+    /// The final response's version: as the record says, else the request's when a response
+    /// was seen; nil without a response or in logs written before versions were.
+    public var finalResponseVersion: String? { status == nil ? nil : responseVersion ?? version }
 }
 
 /// An `http_summary` distribution: already aggregated by the writer (values within about 6%).
@@ -464,6 +474,7 @@ extension Record {
                 method: try f.string("method"), host: try f.string("host"), path: try f.string("path"),
                 status: try f.int("status"), interimResponses: try f.int("interim_responses"),
                 peer: try f.string("peer"), requestIndex: try f.int("request_index"), reused: try f.bool("reused"),
+                version: try f.string("version"), responseVersion: try f.string("response_version"),
                 requestStartTs: try f.int64("request_start_ts"), requestEndTs: try f.int64("request_end_ts"),
                 responseStartTs: try f.int64("response_start_ts"), responseEndTs: try f.int64("response_end_ts"),
                 ttfbUs: try f.int64("ttfb_us"), waitUs: try f.int64("wait_us"), durationUs: try f.int64("duration_us"),

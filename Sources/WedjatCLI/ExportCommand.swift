@@ -12,6 +12,8 @@ struct ExportCommand: ParsableCommand {
               wedjat export --chrome-trace run.json --otlp http://127.0.0.1:4318
 
             Several outputs can be asked for at once; FILE `-` is standard output. Formats: docs/EXPORTS.md.
+            Exchanges past WEDJAT_HTTP_RECORDS, only counted in http_summary records, are in no output \
+            (a summary has no times of its own, and only quantiles of its durations): a warning says how many.
 
             Exit status: 0 when every output was written or sent, 1 when one failed (a file that cannot be \
             written, a collector that refused or did not answer), 2 when there was nothing to read.
@@ -25,7 +27,7 @@ struct ExportCommand: ParsableCommand {
     var chromeTrace: String?
 
     @Option(name: .customLong("otlp-json"),
-            help: ArgumentHelp("OpenTelemetry spans and metrics in the OTLP file format (JSON Lines: the traces request, then the metrics request).", valueName: "FILE"))
+            help: ArgumentHelp("OpenTelemetry spans and metrics in the OTLP file format (JSON Lines: trace requests of at most 1,000 spans, then the metrics request).", valueName: "FILE"))
     var otlpJSON: String?
 
     @Option(name: .customLong("otlp"),
@@ -71,6 +73,7 @@ struct ExportCommand: ParsableCommand {
                 throw ExitCode(2)
             }
             for w in input.warnings { printError("wedjat: " + w.description) }
+            if let summarized = input.summarizedWarning { printError("wedjat: warning: " + summarized) }
 
             if let har {
                 failed = !write(to: har, what: "HAR entries") { HARExport.render(input, into: $0) } || failed

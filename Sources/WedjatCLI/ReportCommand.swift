@@ -12,7 +12,7 @@ struct ReportCommand: ParsableCommand {
     enum OutputFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
     enum ColorMode: String, ExpressibleByArgument, CaseIterable { case auto, always, never }
 
-    @Option(help: "Output format.")
+    @Option(help: "Output format: text, or json for the same content as one JSON document (docs/REPORT_JSON.md).")
     var format: OutputFormat = .text
 
     @Option(help: "Colour the text report: auto = only when stdout is a terminal and NO_COLOR is unset.")

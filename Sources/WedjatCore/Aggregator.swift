@@ -337,7 +337,9 @@ public final class Aggregator {
         line.field("method", ex.method)
         line.field("host", ex.host ?? conn.host?.name)
         line.field("path", ex.path)
+        line.field("version", ex.version)
         line.field("status", ex.status)
+        if let v = ex.responseVersion, v != ex.version { line.field("response_version", v) }
         if ex.interim > 0 { line.field("interim_responses", ex.interim) }
         line.field("peer", Addresses.format(ev.peer))
         line.field("request_index", ex.index)
@@ -405,6 +407,12 @@ public final class Aggregator {
         let path = withUnsafeBytes(of: &ev.path) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         let transport = Int32(ev.transport != 0 ? ev.transport : close?.transport ?? 0)
         let role = close?.role != nil && close!.role != 0 ? close!.role : ev.role
+        // A UDP socket never connected, sent on or received on (curl's probe for IPv6 support:
+        // socket() then close()) carried nothing and has no role: not a connection.
+        if transport == Int32(WJ_TRANSPORT_UDP), role == UInt8(WJ_ROLE_UNKNOWN), error == 0,
+           (close?.bytes_in ?? 0) == 0, (close?.bytes_out ?? 0) == 0 {
+            return
+        }
         begin("connection", mono: closeMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("fd", Int(ev.fd))

@@ -101,6 +101,8 @@ public struct HTTPExchange {
     public var host: String?              // authority of an absolute-form/CONNECT target, else the Host header
     public var path: String               // request target, redacted per HTTPRedaction
     public var status: Int?               // final status (101 included); nil if none was seen
+    public var version: String            // the request line's: "HTTP/1.1" or "HTTP/1.0"
+    public var responseVersion: String?   // the final response's status line's; nil if none was seen
     public var interim: Int = 0           // 1xx responses (other than 101) before the final one
     public var requestHeaderBytes: UInt64 = 0
     public var requestBodyBytes: UInt64 = 0
@@ -124,10 +126,11 @@ public struct HTTPExchange {
     var isConnect = false
     var pausesRequests = false            // CONNECT or Upgrade: the request side waits for the answer
 
-    init(index: Int, method: String, path: String) {
+    init(index: Int, method: String, path: String, version: String) {
         self.index = index
         self.method = method
         self.path = path
+        self.version = version
     }
 
     public var reused: Bool { index > 0 }

@@ -86,6 +86,7 @@ struct HTTP1Dir {
     var transferEncoding = false
     var upgrade = false
     var status = 0
+    var minorVersion: UInt8 = 1    // of the current message's start line: HTTP/1.<minorVersion>
     // Close-delimited body.
     var closeMaxIoEnd: UInt64 = 0
     var closeLastMono: UInt64 = 0
@@ -280,7 +281,7 @@ struct HTTP1Dir {
         let isConnect = rl.methodEnd == 7 && HTTP1Syntax.equals(q, "CONNECT")
         let target = UnsafeBufferPointer(start: q + rl.targetStart, count: rl.targetEnd - rl.targetStart)
         let (path, host) = HTTP1Syntax.redactTarget(target, s.redaction, isConnect: isConnect)
-        var e = HTTPExchange(index: s.requestCount, method: method, path: path)
+        var e = HTTPExchange(index: s.requestCount, method: method, path: path, version: HTTP1Syntax.versionName(q[n - 1]))
         e.headers.reserveCapacity(6)
         e.host = host
         e.isConnect = isConnect
@@ -300,6 +301,7 @@ struct HTTP1Dir {
         guard s.responseNext < s.requestCount else { s.fail("desync", current: -1); return false }  // unsolicited
         ex = s.responseNext
         status = code
+        minorVersion = q[7]
         let k = ex - s.base
         if s.exs[k].responseStart == nil { s.exs[k].responseStart = msgStartMono }
         resetFraming()
@@ -388,6 +390,7 @@ struct HTTP1Dir {
             return true
         }
         s.exs[k].status = status
+        s.exs[k].responseVersion = HTTP1Syntax.versionName(minorVersion)
         if status == 101 || (s.exs[k].isConnect && status >= 200 && status < 300) {
             s.exs[k].upgraded = true
             s.exs[k].responseEnd = mono
@@ -637,6 +640,10 @@ enum HTTP1Syntax {
         }
         return RequestLine(methodEnd: methodEnd, targetStart: targetStart, targetEnd: targetEnd)
     }
+
+    /// "HTTP/1.0" or "HTTP/1.1" from the minor version's digit, which the start line's check
+    /// allowed to be only '0' or '1'. Static strings: nothing is allocated.
+    @inline(__always) static func versionName(_ minorDigit: UInt8) -> String { minorDigit == 48 ? "HTTP/1.0" : "HTTP/1.1" }
 
     /// HTTP/1.x SP 3DIGIT [SP reason]; returns the code.
     static func statusLine(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int? {

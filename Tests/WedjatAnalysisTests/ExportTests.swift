@@ -106,13 +106,17 @@ final class ExportTests: XCTestCase {
         // No lookup of its own, no TLS: connect 150 us, then 50 us until the request.
         XCTAssertEqual(timings(missing), ["blocked": 0.05, "dns": -1, "connect": 0.15, "ssl": -1, "send": 0, "wait": 0.5, "receive": 0.1])
         let request = try XCTUnwrap(missing["request"] as? [String: Any])
-        XCTAssertEqual(request["httpVersion"] as? String, "", "not logged for plain HTTP")
+        XCTAssertEqual(request["httpVersion"] as? String, "HTTP/1.0", "the request line's")
+        XCTAssertEqual((missing["response"] as? [String: Any])?["httpVersion"] as? String, "HTTP/1.1", "the status line's (response_version)")
         let query = try XCTUnwrap(request["queryString"] as? [[String: String]])
         XCTAssertEqual(query, [["name": "q", "value": "a b"], ["name": "x", "value": ""]])
 
         let slow = entries[3]
         XCTAssertEqual(slow["_error"] as? String, "incomplete")
+        // A record without `version` (older logs) on plain HTTP: the major version is known.
+        XCTAssertEqual((slow["request"] as? [String: Any])?["httpVersion"] as? String, "HTTP/1.x")
         let response = try XCTUnwrap(slow["response"] as? [String: Any])
+        XCTAssertEqual(response["httpVersion"] as? String, "", "no response")
         XCTAssertEqual(response["status"] as? Int, 0)
         XCTAssertEqual(response["bodySize"] as? Int, -1)
         XCTAssertEqual(response["headersSize"] as? Int, -1)
@@ -143,6 +147,43 @@ final class ExportTests: XCTestCase {
         let e = try XCTUnwrap(try harEntries(try input(dir.path)).first)
         XCTAssertEqual(e["startedDateTime"] as? String, ExportTime.iso8601(4000 - 700))
         XCTAssertEqual(timings(e), ["blocked": 0.5, "dns": 0.7, "connect": 0.5, "ssl": -1, "send": 0.1, "wait": 2.9, "receive": 1])
+    }
+
+    /// Exchanges only counted in http_summary records: a warning naming every export they are
+    /// missing from and why, the HAR's `log.comment` (client side only: HAR's view) and the
+    /// trace's `otherData`; no HAR entry, span or histogram count of theirs.
+    func testSummarizedExchangesAreSaidNotSilent() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try dir.write("c.1.1.ndjson", Line.start(pid: 1, ts: 1000, exe: "/c") + """
+            {"type":"http","ts":9000,"pid":1,"conn_id":1,"role":"client","method":"GET","host":"h","path":"/","version":"HTTP/1.1","status":200,"request_index":0,"request_start_ts":5000,"request_end_ts":5100,"response_start_ts":8000,"response_end_ts":9000,"headers":{}}
+            {"type":"http_summary","ts":20000,"pid":1,"role":"client","scheme":"http","method":"GET","host":"h","status":200,"count":40,"errors":0,"duration_us":{"count":40,"p50":3000,"p90":4000,"p99":9000,"max":9500}}
+            {"type":"http_summary","ts":20000,"pid":1,"role":"server","scheme":"http","method":"GET","host":"me","status":200,"count":2,"errors":0}
+
+            """ + Line.end(pid: 1, ts: 30000))
+        let i = try input(dir.path)
+        XCTAssertEqual(i.summarizedExchanges, 42)
+        XCTAssertEqual(i.summarizedClientExchanges, 40)
+        XCTAssertEqual(i.summarizedWarning,
+                       "42 HTTP exchanges were only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second):"
+                       + " they have no HAR entry, trace slice or span, and are not in the OTLP duration histograms"
+                       + " (a summary holds only quantiles of its durations, which cannot be put into buckets);"
+                       + " `wedjat report` counts them. Raise WEDJAT_HTTP_RECORDS to record every exchange")
+        let har = try XCTUnwrap(try json(HARExport.render(i).text)["log"] as? [String: Any])
+        XCTAssertEqual((har["entries"] as? [Any])?.count, 1)
+        XCTAssertEqual(har["comment"] as? String,
+                       "40 client exchanges were only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and have no entry.")
+        let trace = try json(ChromeTraceExport.render(i).text)
+        XCTAssertEqual((trace["otherData"] as? [String: Any])?["wedjat_summarized_exchanges"] as? Int, 42)
+        let metrics = try json(OTLPExport.metrics(i).text)
+        let points = ((((metrics["resourceMetrics"] as? [[String: Any]])?.first?["scopeMetrics"] as? [[String: Any]])?
+            .first?["metrics"] as? [[String: Any]])?.first?["histogram"] as? [String: Any])?["dataPoints"] as? [[String: Any]]
+        XCTAssertEqual(points?.map { $0["count"] as? String }, ["1"], "the http record only")
+        XCTAssertEqual(OTLPExport.traces(i).count, 1)
+        // The fixture's summarized exchanges are a server's: not missing from a client's view.
+        let fixtureHAR = try XCTUnwrap(try json(HARExport.render(try input()).text)["log"] as? [String: Any])
+        XCTAssertEqual(fixtureHAR["comment"] as? String,
+                       "3 server-side exchanges left out of the HAR (a client's view; they are in the trace and OTLP exports).")
     }
 
     func testHAREarlyResponseEndsTheSending() throws {
@@ -276,12 +317,16 @@ final class ExportTests: XCTestCase {
 
         let missing = try XCTUnwrap(spans.first { attrs($0)["url.full"] as? String == "http://web.local:8080/missing?q=a%20b&x" })
         XCTAssertEqual(attrs(missing)["error.type"] as? String, "404")
+        // An HTTP/1.0 request answered with HTTP/1.1: the exchange spoke 1.0.
+        XCTAssertEqual(attrs(missing)["network.protocol.version"] as? String, "1.0")
         XCTAssertEqual((missing["status"] as? [String: Any])?["code"] as? Int, 2)
 
         let servers = spans.filter { $0["kind"] as? Int == 2 }
         XCTAssertEqual(servers.map { attrs($0)["url.path"] as? String }, ["/a", "/b", "/upload"])
         // A server's 4xx would not be an error; its 5xx is.
         XCTAssertEqual(servers.map { attrs($0)["error.type"] as? String }, [nil, nil, "500"])
+        // The upload's record has no `version` (an older log) and no TLS: no version is said.
+        XCTAssertEqual(servers.map { attrs($0)["network.protocol.version"] as? String }, ["1.1", "1.1", nil])
 
         let lookup = try XCTUnwrap(spans.first { attrs($0)["dns.question.name"] as? String == "nope.invalid" })
         XCTAssertEqual(attrs(lookup)["error.type"] as? String, "EAI_NONAME")

@@ -127,6 +127,71 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(c.hosts[HTTPKey(role: "client", host: "h")]?.total.total, 20_000)
     }
 
+    /// The heaps keep exactly what sorting everything would: on random input with many ties
+    /// (starts and durations from small ranges), in arrival order, in reverse order, and with
+    /// either limit 0 or larger than the input.
+    func testSelectionEqualsSortReference() throws {
+        var generator = LogReaderPropertyTests.Rng(state: 7)
+        for (firstLimit, slowestLimit) in [(5, 3), (0, 7), (9, 0), (0, 0), (1, 1), (40, 40), (300, 300)] {
+            for order in ["random", "ascending", "descending"] {
+                let n = 1 + Int(generator.next() % 500)
+                var all: [(seq: Int, start: Int64, duration: Int64)] = []
+                for i in 1 ... n {
+                    var start = Int64(generator.next() % 50)
+                    if order == "ascending" { start = Int64(i / 3) } else if order == "descending" { start = Int64((n - i) / 3) }
+                    all.append((i, start, Int64(generator.next() % 20)))
+                }
+                var c = RequestCollector(firstLimit: firstLimit, slowestLimit: slowestLimit)
+                for r in all {
+                    c.add(.http(HTTPRecord(ts: r.start + r.duration, pid: 1, connId: Int64(r.seq), role: "client", host: "h",
+                                           requestIndex: 0, requestStartTs: r.start, requestEndTs: r.start,
+                                           responseStartTs: r.start + r.duration, responseEndTs: r.start + r.duration)), file: 0)
+                    c.add(.connection(ConnectionRecord(ts: r.start + r.duration, pid: 1, connId: Int64(r.seq), role: "client",
+                                                       openTs: r.start - 1, connectUs: 1)), file: 0)
+                    XCTAssertLessThanOrEqual(c.heldCount.requests, firstLimit + slowestLimit)
+                    XCTAssertLessThanOrEqual(c.heldCount.connections, 2 * (firstLimit + slowestLimit) + 64)
+                }
+                let byStart = all.sorted { ($0.start, $0.seq) < ($1.start, $1.seq) }
+                let expectedFirst = byStart.prefix(firstLimit).map(\.seq)
+                let expectedSlowest = byStart.dropFirst(firstLimit)
+                    .sorted { $0.duration != $1.duration ? $0.duration > $1.duration : $0.seq < $1.seq }
+                    .prefix(slowestLimit).map(\.seq)
+                let (first, slowest) = c.selection()
+                let what = "limits \(firstLimit)/\(slowestLimit), \(order), n=\(n)"
+                XCTAssertEqual(first.map(\.seq), expectedFirst, what)
+                XCTAssertEqual(slowest.map(\.seq), expectedSlowest, what)
+                XCTAssertTrue((first + slowest).allSatisfy { $0.setup?.connectEndTs == $0.requestStartTs }, what)
+            }
+        }
+    }
+
+    /// A lookup whose earliest user left the selection is still not drawn on a later kept
+    /// connection: that one reused the answer.
+    func testLookupFirstUseSurvivesPruning() throws {
+        var c = RequestCollector(firstLimit: 1, slowestLimit: 1)
+        func exchange(_ id: Int64, host: String = "h", open: Int64, start: Int64, duration: Int64) {
+            c.add(.http(HTTPRecord(ts: start + duration, pid: 1, connId: id, role: "client", host: host, requestIndex: 0,
+                                   requestStartTs: start, requestEndTs: start, responseStartTs: start + duration,
+                                   responseEndTs: start + duration)), file: 0)
+            c.add(.connection(ConnectionRecord(ts: start + duration + 1, pid: 1, connId: id, role: "client",
+                                               openTs: open, connectUs: 10, host: host)), file: 0)
+        }
+        c.add(.dns(DNSRecord(ts: 1000, pid: 1, name: "h", durationUs: 100)), file: 0)
+        exchange(1, open: 1100, start: 1200, duration: 10)      // used the lookup first; fast
+        exchange(2, open: 1150, start: 1160, duration: 5000)    // earliest start: kept as first, 1 to the slowest
+        // Ever slower exchanges to another host, each the slowest for a while: 1 leaves the
+        // selection and the held set-ups are cut back (twice the selection + 64) more than once.
+        for i in 0 ..< 200 { exchange(Int64(10 + i), host: "other", open: 3000 + Int64(i), start: 3001 + Int64(i), duration: 11 + Int64(i)) }
+        exchange(3, open: 1300, start: 1400, duration: 9000)    // the slowest of the others
+        XCTAssertLessThanOrEqual(c.heldCount.connections, 68)
+        let (first, slowest) = c.selection()
+        XCTAssertEqual(first.map(\.http.connId), [2])
+        XCTAssertEqual(slowest.map(\.http.connId), [3])
+        XCTAssertNil(first[0].setup?.dnsStartTs)
+        XCTAssertEqual(first[0].setup?.connectEndTs, 1160)
+        XCTAssertNil(slowest[0].setup?.dnsStartTs)
+    }
+
     func testLeftOutRowsAreSaid() throws {
         var body = ""
         for i in 0 ..< 30 {

@@ -93,12 +93,29 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertEqual(h["response_body_bytes"] as? Int, 5)
         XCTAssertEqual(h["request_header_bytes"] as? Int, req.utf8.count)
         XCTAssertEqual(h["complete"] as? Bool, true)
+        XCTAssertEqual(h["version"] as? String, "HTTP/1.1")
+        XCTAssertNil(h["response_version"], "written only when it differs from the request's")
         let text = String(describing: h)
         XCTAssertFalse(text.contains("s3cret") || text.contains("abc"), "no secret reaches the record: \(text)")
         let conn = lines.first { $0["type"] as? String == "connection" }
         XCTAssertEqual(conn?["http_requests"] as? Int, 1)
         // The capturer was told to skip the body it does not need (after the last body byte).
         XCTAssertTrue(wants.contains { $0.0 == 9 && $0.1 == 1 }, "conn_want calls: \(wants)")
+    }
+
+    /// An HTTP/1.0 request answered in HTTP/1.1: `version` is the request's, and
+    /// `response_version` says the response's because it differs.
+    func testVersionsOfTheExchange() {
+        let agg = makeAggregator()
+        agg.handle(open(1, at: 1_001_000_000))
+        payload(agg, 1, out: true, offset: 0, "GET / HTTP/1.0\r\nHost: old.test\r\n\r\n", at: 1_002_000_000)
+        payload(agg, 1, out: false, offset: 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", at: 1_003_000_000)
+        agg.handle(close(1, at: 1_004_000_000))
+        agg.flush(final: false, endMono: 1_004_000_000, tid: 0, openCounters: { _, _ in nil })
+        let http = lines.filter { $0["type"] as? String == "http" }
+        XCTAssertEqual(http.count, 1)
+        XCTAssertEqual(http.first?["version"] as? String, "HTTP/1.0")
+        XCTAssertEqual(http.first?["response_version"] as? String, "HTTP/1.1")
     }
 
     func testBytesThatArriveBeforeTheirOpenEventAreKeptUntilIt() {

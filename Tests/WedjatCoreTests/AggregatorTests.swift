@@ -184,6 +184,28 @@ final class AggregatorTests: XCTestCase {
         XCTAssertEqual(agg.openConnectionCount, 0)
     }
 
+    /// A UDP socket that was created and closed without a byte or a connect has no role: no
+    /// record (the schema has no null role). One that sent has its role and is recorded.
+    func testUnusedUDPSocketIsNotAConnection() {
+        let agg = makeAggregator()
+        for id: UInt64 in [1, 2] {
+            var open = openEvent(id: id, start: 1_000_500_000, end: 1_000_500_000, role: Int(WJ_ROLE_UNKNOWN))
+            open.transport = UInt8(WJ_TRANSPORT_UDP)
+            open.peer = wj_addr()
+            agg.handle(open)
+        }
+        agg.handle(closeEvent(id: 1, at: 1_000_600_000, bytesIn: 0, bytesOut: 0))
+        var sent = closeEvent(id: 2, at: 1_000_700_000, bytesIn: 0, bytesOut: 40)
+        sent.role = UInt8(WJ_ROLE_CLIENT)
+        agg.handle(sent)
+        agg.flush(final: false, endMono: 0, tid: 0, openCounters: { _, _ in nil as wj_event? })
+        let connections = lines.filter { $0["type"] as? String == "connection" }
+        XCTAssertEqual(connections.map { $0["conn_id"] as? Int }, [2])
+        XCTAssertEqual(connections.first?["role"] as? String, "client")
+        XCTAssertEqual(connections.first?["transport"] as? String, "udp")
+        XCTAssertEqual(connections.first?["bytes_out"] as? Int, 40)
+    }
+
     func testCloseWithoutOpenStillReports() {
         let agg = makeAggregator()
         var close = closeEvent(id: 9, at: 1_005_000_000, bytesIn: 5, bytesOut: 6)

@@ -280,6 +280,44 @@ final class HTTP1Tests: XCTestCase {
         XCTAssertEqual(e.ttfbNs, 10)
     }
 
+    /// The request line's version and the final response's, each exactly as written: an
+    /// HTTP/1.0 request, a 1.1 server answering a 1.0 client, and an interim 1.1 response
+    /// before a 1.0 final one (the final one counts). No response: no response version.
+    func testVersionsOfRequestAndResponse() {
+        let w = Wire()
+        w.send(.out, "GET /a HTTP/1.0\r\nHost: h\r\n\r\n", mono: 1)
+        w.send(.in, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", mono: 2)
+        w.send(.out, "GET /b HTTP/1.1\r\n\r\n", mono: 3)
+        w.send(.in, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 204 No Content\r\n\r\n", mono: 4)
+        w.send(.out, "GET /c HTTP/1.1\r\n\r\n", mono: 5)
+        w.send(.in, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", mono: 6)
+        w.send(.out, "GET /d HTTP/1.0\r\n\r\n", mono: 7)
+        w.finish(mono: 8)
+        XCTAssertEqual(w.out.map(\.path), ["/a", "/b", "/c", "/d"])
+        XCTAssertEqual(w.out.map(\.version), ["HTTP/1.0", "HTTP/1.1", "HTTP/1.1", "HTTP/1.0"])
+        XCTAssertEqual(w.out.map(\.responseVersion), ["HTTP/1.1", "HTTP/1.0", "HTTP/1.1", nil])
+        XCTAssertEqual(w.out.map(\.interim), [0, 1, 0, 0])
+        XCTAssertEqual(w.out.last?.error, "incomplete")
+        // The server's view of the same bytes: the same versions.
+        let v = Wire(.server)
+        v.send(.in, "POST /u HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi", mono: 1)
+        v.send(.out, "HTTP/1.0 201 Created\r\nContent-Length: 0\r\n\r\n", mono: 2)
+        XCTAssertEqual(v.out.map(\.version), ["HTTP/1.0"])
+        XCTAssertEqual(v.out.map(\.responseVersion), ["HTTP/1.0"])
+    }
+
+    /// Versions other than 1.0 and 1.1 are not HTTP/1 start lines.
+    func testOtherVersionsAreNotParsed() {
+        let w = Wire()
+        w.send(.out, "GET / HTTP/1.2\r\n\r\n", mono: 1)
+        XCTAssertEqual(w.s.state, .notHTTP)
+        let v = Wire()
+        v.send(.out, "GET / HTTP/1.1\r\n\r\n", mono: 1)
+        v.send(.in, "HTTP/1.9 200 OK\r\n\r\n", mono: 2)
+        XCTAssertEqual(v.out.map(\.error), ["parse"])
+        XCTAssertEqual(v.out.map(\.responseVersion), [nil])
+    }
+
     func testNoBodyFor204And304AndHEAD() {
         let w = Wire()
         w.send(.out, "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nIf-None-Match: x\r\n\r\nHEAD /c HTTP/1.1\r\n\r\nGET /d HTTP/1.1\r\n\r\n", mono: 1)

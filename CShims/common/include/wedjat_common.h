@@ -139,6 +139,8 @@ typedef struct wj_dns_event {
 uint64_t wj_now_ns(void);          // CLOCK_MONOTONIC
 uint64_t wj_realtime_ns(void);     // CLOCK_REALTIME
 int wj_gettid(void);
+int wj_tid(void);             // cached wj_gettid, for event stamps only
+void wj_tid_forget(void);     // in a fork child, before anything else
 
 // ---------------------------------------------------------------- ring
 // Bounded multi-producer single-consumer queue (Vyukov's, with per-slot "lap" counters

@@ -15,7 +15,7 @@ public enum ChromeTraceExport {
     /// `text`: where to write (an `ExportText` with a sink streams to a file).
     public static func render(_ input: ExportInput, into text: ExportText = ExportText()) -> ExportDocument {
         let zero = input.earliestTs ?? 0
-        var builder = Builder(zero: zero)
+        var builder = Builder(zero: zero, summarizedExchanges: input.summarizedExchanges)
         let programs = programNames(input)
 
         // Thread-bound slices: DNS lookups and stalls on their (pid, tid).
@@ -100,7 +100,9 @@ public enum ChromeTraceExport {
             var args = JSONObject()
             args.add("url", h.url)
             args.add("role", h.role)
+            args.add("version", h.version)
             args.add("status", h.status)
+            args.add("response_version", h.responseVersion)
             args.add("request_index", h.requestIndex)
             args.add("ttfb_us", h.ttfbUs)
             args.add("request_bytes", h.requestHeaderBytes + h.requestBodyBytes)
@@ -248,7 +250,10 @@ public enum ChromeTraceExport {
         var threadNames: [ThreadKey: String] = [:]
         private(set) var usedThreads = Set<ThreadKey>()
 
-        init(zero: Int64) { self.zero = zero }
+        /// Exchanges only counted in `http_summary` records (no slices): said in `otherData`.
+        let summarizedExchanges: Int64
+
+        init(zero: Int64, summarizedExchanges: Int64 = 0) { self.zero = zero; self.summarizedExchanges = summarizedExchanges }
 
         mutating func newTid() -> Int {
             defer { nextTid += 1 }
@@ -272,7 +277,9 @@ public enum ChromeTraceExport {
             }
             var out = text
             out.append("{\"displayTimeUnit\":\"ms\",\"otherData\":"
-                + ExportJSON.object([("wedjat_time_zero_us", .int(zero)), ("wedjat_time_zero", .string(ExportTime.iso8601(zero)))]).rendered()
+                + ExportJSON.object([("wedjat_time_zero_us", .int(zero)), ("wedjat_time_zero", .string(ExportTime.iso8601(zero)))]
+                    // Exchanges past WEDJAT_HTTP_RECORDS: counted, without slices.
+                    + (summarizedExchanges > 0 ? [("wedjat_summarized_exchanges", .int(summarizedExchanges))] : [])).rendered()
                 + ",\"traceEvents\":[\n")
             out.append(lines.joined(separator: ",\n"))
             // Start order, enclosing before enclosed: how viewers expect nested slices.

@@ -48,8 +48,21 @@ extension HTTPRecord {
     var endTs: Int64 { responseEndTs ?? ts }
 }
 
+extension HTTPRecord {
+    /// The version the exchange used, `1.1` or `1.0` (OpenTelemetry's `network.protocol.version`):
+    /// the lower of the request line's and the final response's (a 1.1 server answering a 1.0
+    /// request speaks 1.0 to it), else the one ALPN negotiated; nil when neither was logged.
+    func protocolVersion(connection: ConnectionRecord?) -> String? {
+        let logged = [version, finalResponseVersion].compactMap { $0 }
+        if logged.contains("HTTP/1.0") { return "1.0" }
+        if logged.contains("HTTP/1.1") { return "1.1" }
+        return connection?.negotiatedHTTPVersion
+    }
+}
+
 extension ConnectionRecord {
-    /// `1.1` or `1.0` when TLS negotiated it (ALPN); wedjat does not log the request line's version.
+    /// `1.1` or `1.0` when TLS negotiated it (ALPN): for logs written before `http` records had
+    /// their own `version`.
     var negotiatedHTTPVersion: String? {
         switch tls?.alpn {
         case "http/1.1": "1.1"

@@ -64,6 +64,8 @@ public struct ExportInput: Sendable {
     /// Exchanges only counted in `http_summary` records (past the writer's record budget):
     /// no timings of their own, so no HAR entry, span or slice.
     public private(set) var summarizedExchanges: Int64 = 0
+    /// Of those, the client side's (HAR's view).
+    public private(set) var summarizedClientExchanges: Int64 = 0
     /// `http` records not kept (their role is not in `contents`).
     public private(set) var leftOutExchanges = 0
     /// The earliest `ts` (or phase start) of any record: the trace's time zero.
@@ -123,9 +125,23 @@ public struct ExportInput: Sendable {
             if contents.contains(.stalls) { stalls.append(InImage(image: image, value: stall)) }
         case .httpSummary(let s):
             summarizedExchanges += max(0, s.count)
+            if s.role != "server" { summarizedClientExchanges += max(0, s.count) }
         default:
             break
         }
+    }
+
+    /// What to say when exchanges were only counted (nil when none were): they are in no
+    /// export, since an `http_summary` has no times of its own, and its durations are only
+    /// quantiles (p50, p90, p99, max), which cannot be split into the OTLP histograms' buckets
+    /// nor give their sum, so they are not folded into those either.
+    public var summarizedWarning: String? {
+        guard summarizedExchanges > 0 else { return nil }
+        let n = summarizedExchanges
+        return "\(n) HTTP exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second):"
+            + " \(n == 1 ? "it has" : "they have") no HAR entry, trace slice or span, and \(n == 1 ? "is" : "are") not in the OTLP duration histograms"
+            + " (a summary holds only quantiles of its durations, which cannot be put into buckets);"
+            + " `wedjat report` counts \(n == 1 ? "it" : "them"). Raise WEDJAT_HTTP_RECORDS to record every exchange"
     }
 
     private mutating func noteTime(_ ts: Int64?) {

@@ -34,16 +34,21 @@ public enum HARExport {
         if unplaced > 0 {
             notes.append("\(unplaced) exchange\(unplaced == 1 ? "" : "s") without a request start left out of the HAR")
         }
-        if input.summarizedExchanges > 0 {
-            notes.append("\(input.summarizedExchanges) exchange\(input.summarizedExchanges == 1 ? "" : "s") only counted in http_summary records (past WEDJAT_HTTP_RECORDS) have no HAR entry")
+        // Said in the file too (HAR's `log.comment`), for whoever opens it in a viewer; the
+        // summarized exchanges are a warning of `wedjat export`'s own (ExportInput.summarizedWarning).
+        var comment = notes
+        if input.summarizedClientExchanges > 0 {
+            let n = input.summarizedClientExchanges
+            comment.append("\(n) client exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and \(n == 1 ? "has" : "have") no entry")
         }
         let version = input.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
         let log = { (entries: ExportJSON) -> ExportJSON in
-            .object([("log", .object([
-                ("version", .string("1.2")),
-                ("creator", .object([("name", .string("wedjat")), ("version", .string(version))])),
-                ("entries", entries),
-            ]))])
+            var log = JSONObject()
+            log.add("version", .string("1.2"))
+            log.add("creator", .object([("name", .string("wedjat")), ("version", .string(version))]))
+            log.add("entries", entries)
+            if !comment.isEmpty { log.add("comment", .string(comment.joined(separator: "; ") + ".")) }
+            return .object([("log", log.json)])
         }
         var out = text
         if entries.isEmpty {
@@ -126,12 +131,17 @@ public enum HARExport {
         }
     }
 
+    /// `httpVersion` when the record has none (logs written before it had): what TLS negotiated
+    /// (ALPN), else `HTTP/1.x`: wedjat parses nothing but HTTP/1.0 and HTTP/1.1, so that much is
+    /// known, and HAR viewers show it as the protocol.
+    static let unknownMinorVersion = "HTTP/1.x"
+
     private static func entry(_ h: HTTPRecord, timings t: Timings, connection c: ConnectionRecord?) -> ExportJSON {
-        let version = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? ""
+        let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         var request = JSONObject()
         request.add("method", .string(h.method ?? ""))
         request.add("url", .string(h.url))
-        request.add("httpVersion", .string(version))
+        request.add("httpVersion", .string(h.version ?? fallback))
         request.add("cookies", .array([]))
         request.add("headers", headers(h, prefix: "request."))
         request.add("queryString", queryString(h))
@@ -142,7 +152,8 @@ public enum HARExport {
         var response = JSONObject()
         response.add("status", .int(Int64(h.status ?? 0)))
         response.add("statusText", .string(""))
-        response.add("httpVersion", .string(responded ? version : ""))
+        // No response: nothing to say; a response without a final status line: version unknown.
+        response.add("httpVersion", .string(!responded ? "" : h.finalResponseVersion ?? fallback))
         response.add("cookies", .array([]))
         response.add("headers", headers(h, prefix: "response."))
         response.add("content", .object([

@@ -17,7 +17,8 @@ public enum OTLPExport {
     static let statusError: Int64 = 2
     static let temporalityCumulative: Int64 = 2
 
-    /// Connections only for their TLS protocol (ALPN: `network.protocol.version`).
+    /// Connections only for their TLS protocol (ALPN: `network.protocol.version` of logs whose
+    /// `http` records have no `version`).
     public static let contents: ExportInput.Contents = [.clientExchanges, .serverExchanges, .httpConnections, .lookups]
 
     /// All spans in one `ExportTraceServiceRequest`, one line of JSON.
@@ -92,11 +93,8 @@ public enum OTLPExport {
         } else {
             finishBatch()
         }
-        var notes: [String] = []
-        if input.summarizedExchanges > 0 {
-            notes.append("\(input.summarizedExchanges) exchange\(input.summarizedExchanges == 1 ? "" : "s") only counted in http_summary records have no span and are not in the duration histograms")
-        }
-        return (total, notes)
+        // Exchanges only in http_summary records: ExportInput.summarizedWarning.
+        return (total, [])
     }
 
     /// `ExportMetricsServiceRequest` as one line of JSON: per process image, the three duration histograms
@@ -105,14 +103,17 @@ public enum OTLPExport {
         var client: [Int: HistogramSet] = [:]
         var server: [Int: HistogramSet] = [:]
         var dns: [Int: HistogramSet] = [:]
+        let connections = input.connectionsByID()
         for e in input.exchanges {
             let h = e.value
             guard let start = h.requestStartTs else { continue }
             let duration = max(0, h.endTs - start)
+            let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
+            let attributes = httpMetricAttributes(h, connection: connection)
             if h.role == "server" {
-                server[e.image, default: HistogramSet()].record(duration, attributes: httpMetricAttributes(h))
+                server[e.image, default: HistogramSet()].record(duration, attributes: attributes)
             } else {
-                client[e.image, default: HistogramSet()].record(duration, attributes: httpMetricAttributes(h))
+                client[e.image, default: HistogramSet()].record(duration, attributes: attributes)
             }
         }
         for l in input.lookups {
@@ -182,7 +183,7 @@ public enum OTLPExport {
             attrs.add("network.peer.port", p.port.map(Int64.init))
         }
         attrs.add("network.protocol.name", "http")
-        attrs.add("network.protocol.version", connection?.negotiatedHTTPVersion)
+        attrs.add("network.protocol.version", h.protocolVersion(connection: connection))
         attrs.add("http.response.status_code", h.status.map(Int64.init))
         attrs.add("http.request.body.size", h.requestBodyBytes)
         if h.responseStartTs != nil { attrs.add("http.response.body.size", h.responseBodyBytes) }
@@ -216,7 +217,7 @@ public enum OTLPExport {
         }
     }
 
-    private static func httpMetricAttributes(_ h: HTTPRecord) -> Attributes {
+    private static func httpMetricAttributes(_ h: HTTPRecord, connection: ConnectionRecord?) -> Attributes {
         var attrs = Attributes()
         let method = h.method ?? ""
         attrs.add("http.request.method", knownMethods.contains(method) ? method : "_OTHER")
@@ -226,6 +227,8 @@ public enum OTLPExport {
             attrs.add("server.address", address)
             attrs.add("server.port", port.map(Int64.init))
         }
+        attrs.add("network.protocol.name", "http")
+        attrs.add("network.protocol.version", h.protocolVersion(connection: connection))
         attrs.add("http.response.status_code", h.status.map(Int64.init))
         attrs.add("error.type", httpErrorType(h))
         return attrs

@@ -16,10 +16,13 @@ public struct WaterfallRequest: Sendable {
     public var setup: ConnectionSetup?
 
     /// The exchange's own start: the request's first byte.
-    public var requestStartTs: Int64 { http.requestStartTs ?? http.ts - Swift.max(0, http.durationUs ?? 0) }
+    public var requestStartTs: Int64 { Self.requestStartTs(http) }
     /// The response's last byte; for an exchange cut short, when its record was written (the
     /// connection's end).
-    public var endTs: Int64 { Swift.max(http.responseEndTs ?? http.ts, requestStartTs) }
+    public var endTs: Int64 { Self.endTs(http) }
+
+    static func requestStartTs(_ h: HTTPRecord) -> Int64 { h.requestStartTs ?? h.ts - Swift.max(0, h.durationUs ?? 0) }
+    static func endTs(_ h: HTTPRecord) -> Int64 { Swift.max(h.responseEndTs ?? h.ts, requestStartTs(h)) }
     /// From the first set-up phase (lookup, connect) to the end.
     public var startTs: Int64 { Swift.min(setup?.firstTs ?? requestStartTs, requestStartTs) }
     public var totalUs: Int64 { endTs - startTs }
@@ -90,18 +93,30 @@ public struct RequestCollector: Sendable {
     public private(set) var requestsSeen = 0
     public private(set) var hosts: [HTTPKey: HostLatency] = [:]
 
-    /// A superset of the selection, cut back to it whenever it doubles.
-    private var candidates: [WaterfallRequest] = []
+    /// The selection so far, as two bounded heaps: the `firstLimit` earliest by start (the
+    /// latest of them at the root), and the `slowestLimit` slowest of the requests that left or
+    /// never entered the first (the least slow at the root). A request that leaves the first
+    /// never returns to it (its root only gets earlier), so the second heap sees exactly the
+    /// requests outside the final first: the selection is that of sorting everything, for
+    /// O(log k) per request kept and O(1) per request passed over.
+    private var first = BoundedHeap<Candidate>(nearerRoot: { Candidate.before($1, $0) })
+    private var slowest = BoundedHeap<Candidate>(nearerRoot: { Candidate.slower($1, $0) })
     private var setups: [ConnectionKey: ConnectionSetup] = [:]
-    /// Connections of kept requests that opened them: only their records are looked at.
+    /// Connections that kept requests opened: only their records are looked at. Requests that
+    /// leave the selection are forgotten here lazily, when it has grown to `cleanupAt`.
     private var wanted: Set<ConnectionKey> = []
     /// The lookups of the file being read, by name: the latest one of each.
     private var lookups: [String: Lookup] = [:]
     private var lookupFile = -1
     private var lookupCount = 0
+    /// For the lookups of held set-ups: the earliest connect among all connections that used it
+    /// (kept or not), the one it is drawn on.
+    private var lookupFirstUse: [Int: Int64] = [:]
 
-    /// What is held: at most about twice the selection, however many requests were seen.
-    var heldCount: (requests: Int, connections: Int) { (candidates.count, setups.count) }
+    /// What is held: the selection, and at most about twice as many connections, however many
+    /// requests were seen.
+    var heldCount: (requests: Int, connections: Int) { (first.count + slowest.count, Swift.max(setups.count, wanted.count)) }
+    private var cleanupAt: Int { 2 * (firstLimit + slowestLimit) + 64 }
 
     private struct ConnectionKey: Hashable, Sendable {
         var file: Int
@@ -112,11 +127,32 @@ public struct RequestCollector: Sendable {
         var seq: Int
         var startTs: Int64
         var endTs: Int64
+        /// The earliest connect of the connections that matched it.
+        var firstOpenTs: Int64?
+    }
+
+    /// A request and its two sort keys, computed once. `request` is nil only while deciding
+    /// whether to keep it.
+    private struct Candidate: Sendable {
+        var start: Int64
+        var duration: Int64
+        var seq: Int
+        var request: WaterfallRequest?
+
+        init(start: Int64, duration: Int64, seq: Int) { self.start = start; self.duration = duration; self.seq = seq }
+        init(_ key: Candidate, _ r: WaterfallRequest) { self = key; request = r }
+
+        /// Earlier by start; ties by arrival.
+        static func before(_ a: Candidate, _ b: Candidate) -> Bool { (a.start, a.seq) < (b.start, b.seq) }
+        /// Slower; ties: the earlier arrival first.
+        static func slower(_ a: Candidate, _ b: Candidate) -> Bool {
+            a.duration != b.duration ? a.duration > b.duration : a.seq < b.seq
+        }
     }
 
     public init(firstLimit: Int = 2000, slowestLimit: Int = 200) {
-        self.firstLimit = firstLimit
-        self.slowestLimit = slowestLimit
+        self.firstLimit = Swift.max(0, firstLimit)
+        self.slowestLimit = Swift.max(0, slowestLimit)
     }
 
     /// `file` is the log's index; the reader hands over one file after another, so lookups
@@ -125,10 +161,7 @@ public struct RequestCollector: Sendable {
         switch record {
         case .http(let h):
             requestsSeen += 1
-            let r = WaterfallRequest(seq: requestsSeen, file: file, http: h)
-            if r.opensConnection, let id = h.connId { wanted.insert(ConnectionKey(file: file, connId: id)) }
-            candidates.append(r)
-            if candidates.count >= 2 * (firstLimit + slowestLimit) + 64 { prune() }
+            offer(h, file: file)
             addLatency(HTTPKey(h)) { l in
                 if let t = h.ttfbUs { l.ttfb.record(t) }
                 if let d = h.durationUs { l.total.record(d) }
@@ -145,16 +178,25 @@ public struct RequestCollector: Sendable {
             let duration = Swift.max(0, d.durationUs ?? 0)
             lookups[name] = Lookup(seq: lookupCount, startTs: d.ts - duration, endTs: d.ts)
         case .connection(let c):
+            // The lookup that gave this peer: ended at most 1 s before the connect, as the
+            // library's `dns_us` rule says. Every connection that used it counts, kept or not,
+            // to know which one drew it.
+            var lookup: Lookup?
+            if c.role == "client", let host = c.host, let open = c.openTs, file == lookupFile,
+               var l = lookups[host], l.endTs <= open, open - l.endTs <= 1_000_000 {
+                l.firstOpenTs = Swift.min(l.firstOpenTs ?? open, open)
+                lookups[host] = l
+                if let use = lookupFirstUse[l.seq] { lookupFirstUse[l.seq] = Swift.min(use, open) }
+                lookup = l
+            }
             // `http` records are written before their connection's (at the response's end,
             // or at the latest when the connection ends), so the wanted set is complete here.
             guard let id = c.connId, wanted.contains(ConnectionKey(file: file, connId: id)) else { return }
             var s = ConnectionSetup(openTs: c.openTs, tlsEndTs: c.tls?.endTs, tlsVersion: c.tls?.version)
             if let open = c.openTs, let connect = c.connectUs { s.connectEndTs = open + connect }
-            // The lookup that gave this peer: ended at most 1 s before the connect, as the
-            // library's `dns_us` rule says.
-            if c.role == "client", let host = c.host, let open = c.openTs, file == lookupFile,
-               let l = lookups[host], l.endTs <= open, open - l.endTs <= 1_000_000 {
+            if let l = lookup, let firstOpen = l.firstOpenTs {
                 s.dnsStartTs = l.startTs; s.dnsEndTs = l.endTs; s.lookupSeq = l.seq
+                lookupFirstUse[l.seq] = Swift.min(lookupFirstUse[l.seq] ?? firstOpen, firstOpen)
             }
             setups[ConnectionKey(file: file, connId: id)] = s
         default:
@@ -167,39 +209,61 @@ public struct RequestCollector: Sendable {
         update(&hosts[key, default: HostLatency()])
     }
 
-    /// The earliest `firstLimit` by start, then the `slowestLimit` slowest of the others.
-    private func select() -> (first: [WaterfallRequest], slowest: [WaterfallRequest]) {
-        let byStart = candidates.sorted { ($0.requestStartTs, $0.seq) < ($1.requestStartTs, $1.seq) }
-        let first = Array(byStart.prefix(firstLimit))
-        let slowest = byStart.dropFirst(firstLimit)
-            .sorted { a, b in
-                let da = a.endTs - a.requestStartTs, db = b.endTs - b.requestStartTs
-                return da != db ? da > db : a.seq < b.seq
-            }
-            .prefix(slowestLimit)
-        return (first, Array(slowest))
+    /// Puts a request into the first heap, or what that pushes out (or the request itself)
+    /// into the slowest. The request is copied only when it is kept.
+    private mutating func offer(_ h: HTTPRecord, file: Int) {
+        let start = WaterfallRequest.requestStartTs(h), duration = WaterfallRequest.endTs(h) - start
+        let key = Candidate(start: start, duration: duration, seq: requestsSeen)
+        var out: Candidate
+        if firstLimit > 0, first.count < firstLimit || Candidate.before(key, first.root) {
+            let r = WaterfallRequest(seq: requestsSeen, file: file, http: h)
+            keep(r)
+            let kept = Candidate(key, r)
+            guard first.count == firstLimit else { first.push(kept); return }
+            out = first.replaceRoot(with: kept)
+        } else {
+            out = key
+        }
+        guard slowestLimit > 0, slowest.count < slowestLimit || Candidate.slower(out, slowest.root) else { return }
+        if out.request == nil {
+            let r = WaterfallRequest(seq: requestsSeen, file: file, http: h)
+            keep(r)
+            out.request = r
+        }
+        if slowest.count < slowestLimit { slowest.push(out) } else { _ = slowest.replaceRoot(with: out) }
     }
 
-    private mutating func prune() {
-        let s = select()
-        candidates = s.first + s.slowest
-        wanted = Set(candidates.compactMap { r in
-            r.opensConnection ? r.http.connId.map { ConnectionKey(file: r.file, connId: $0) } : nil
+    /// A kept request that opened its connection wants that connection's set-up.
+    private mutating func keep(_ r: WaterfallRequest) {
+        guard r.opensConnection, let id = r.http.connId else { return }
+        wanted.insert(ConnectionKey(file: r.file, connId: id))
+        if wanted.count >= cleanupAt { forgetLeftOut() }
+    }
+
+    /// Drops the set-ups (and lookups) of connections whose requests left the selection.
+    private mutating func forgetLeftOut() {
+        wanted = Set((first.elements + slowest.elements).compactMap { c in
+            guard let r = c.request, r.opensConnection, let id = r.http.connId else { return nil }
+            return ConnectionKey(file: r.file, connId: id)
         })
         setups = setups.filter { wanted.contains($0.key) }
+        let seqs = Set(setups.values.compactMap(\.lookupSeq))
+        lookupFirstUse = lookupFirstUse.filter { seqs.contains($0.key) }
+    }
+
+    /// The earliest `firstLimit` by start, then the `slowestLimit` slowest of the others.
+    private func select() -> (first: [WaterfallRequest], slowest: [WaterfallRequest]) {
+        (first.elements.sorted(by: Candidate.before).compactMap(\.request),
+         slowest.elements.sorted(by: Candidate.slower).compactMap(\.request))
     }
 
     /// The selection with connection set-ups attached. A lookup that matched several
     /// connections is drawn on the earliest one only: the others reused its answer.
     public func selection() -> (first: [WaterfallRequest], slowest: [WaterfallRequest]) {
-        var firstUse: [Int: Int64] = [:]
-        for s in setups.values {
-            if let seq = s.lookupSeq, let open = s.openTs { firstUse[seq] = Swift.min(firstUse[seq] ?? open, open) }
-        }
         func attach(_ r: WaterfallRequest) -> WaterfallRequest {
             guard r.opensConnection, let id = r.http.connId, var s = setups[ConnectionKey(file: r.file, connId: id)]
             else { return r }
-            if let seq = s.lookupSeq, firstUse[seq] != s.openTs {
+            if let seq = s.lookupSeq, lookupFirstUse[seq] != s.openTs {
                 s.dnsStartTs = nil; s.dnsEndTs = nil; s.lookupSeq = nil
             }
             var out = r
@@ -208,5 +272,47 @@ public struct RequestCollector: Sendable {
         }
         let s = select()
         return (s.first.map(attach), s.slowest.map(attach))
+    }
+}
+
+/// A binary heap ordered by `nearerRoot(a, b)` (`a` belongs above `b`), kept bounded by its
+/// user: once full, a better element replaces the root instead of being pushed.
+struct BoundedHeap<Element>: Sendable where Element: Sendable {
+    private(set) var elements: [Element] = []
+    private let nearerRoot: @Sendable (Element, Element) -> Bool
+
+    init(nearerRoot: @escaping @Sendable (Element, Element) -> Bool) { self.nearerRoot = nearerRoot }
+
+    var count: Int { elements.count }
+    /// Only when not empty.
+    var root: Element { elements[0] }
+
+    mutating func push(_ e: Element) {
+        elements.append(e)
+        var i = elements.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard nearerRoot(elements[i], elements[parent]) else { break }
+            elements.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    /// Replaces the root with `e` and returns the old root.
+    mutating func replaceRoot(with e: Element) -> Element {
+        let old = elements[0]
+        elements[0] = e
+        var i = 0
+        let n = elements.count
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var top = i
+            if l < n, nearerRoot(elements[l], elements[top]) { top = l }
+            if r < n, nearerRoot(elements[r], elements[top]) { top = r }
+            if top == i { break }
+            elements.swapAt(i, top)
+            i = top
+        }
+        return old
     }
 }

@@ -1,5 +1,7 @@
 # curl fetches a file of known size from a local HTTP server under the preload: one log, one
-# client connection with the exact byte counts curl itself reports; output unchanged.
+# client connection with the exact byte counts curl itself reports, one http record with the
+# versions of the request line (curl's HTTP/1.1) and of the answer (python's http.server
+# answers HTTP/1.0: response_version, as curl's %{http_version} says); output unchanged.
 . "$WJ_LIB/common.sh"
 
 mkdir -p www
@@ -11,16 +13,17 @@ port=$(cat port)
 url=http://127.0.0.1:$port/blob.bin
 
 # Watched run: curl's own view of the bytes.
-w=$(wj logs curl -s -o body.bin -w '%{size_header} %{size_download} %{size_request} %{local_port}' "$url")
+w=$(wj logs curl -s -o body.bin -w '%{size_header} %{size_download} %{size_request} %{local_port} %{http_version}' "$url")
 rc=$?
 [ $rc = 0 ] || fail "curl under the preload exited $rc"
-read -r size_header size_download size_request local_port <<<"$w"
-note "curl says: header=$size_header body=$size_download request=$size_request local_port=$local_port"
+read -r size_header size_download size_request local_port http_version <<<"$w"
+note "curl says: header=$size_header body=$size_download request=$size_request local_port=$local_port http_version=$http_version"
 [ "$size_download" = 123457 ] || fail "curl downloaded $size_download bytes, want 123457"
 cmp -s body.bin www/blob.bin || fail "body differs from the served file"
 
-pylogs logs "$port" "$size_header" "$size_download" "$size_request" "$local_port" <<'PY'
-d, port, hdr, body, req, lport = sys.argv[1], *map(int, sys.argv[2:])
+pylogs logs "$port" "$size_header" "$size_download" "$size_request" "$local_port" "$http_version" <<'PY'
+d, port, hdr, body, req, lport = sys.argv[1], *map(int, sys.argv[2:7])
+curl_version = sys.argv[7]
 logs = load_dir(d)
 expect_eq(len(logs), 1, "number of log files")
 curl = one(by_exe(logs, "curl"), "curl log")
@@ -36,6 +39,11 @@ expect_eq(c["bytes_in"], hdr + body, "bytes_in (curl size_header + size_download
 expect_eq(c["bytes_out"], req, "bytes_out (curl size_request)")
 expect_eq(c["error"], None, "error")
 expect_eq(c["open_at_exit"], False, "open_at_exit")
+h = one(curl.records("http"), "http record")
+expect_eq((h["path"], h["status"], h["version"]), ("/blob.bin", 200, "HTTP/1.1"), "http: path, status, request line's version")
+# curl says "1" for HTTP/1.0, "1.1" for HTTP/1.1.
+expect_eq(h.get("response_version", h["version"]), {"1": "HTTP/1.0", "1.1": "HTTP/1.1"}.get(curl_version, curl_version),
+          "http: the response's version (curl's %{http_version})")
 ti = c["tcp_info"]
 expect(isinstance(ti, dict) and isinstance(ti["rtt_us"], int) and 0 < ti["rtt_us"] < 1_000_000, f"tcp_info {ti}")
 expect_eq(ti["total_retrans"], 0, "retransmits on loopback")

@@ -35,7 +35,7 @@ if [ "$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')" != 12
     host=127.0.0.1
 fi
 
-W='%{url_effective} %{num_connects} %{http_code} %{time_namelookup} %{time_connect} %{time_appconnect} %{time_pretransfer} %{time_starttransfer} %{time_total} %{size_header} %{size_download} %{size_request}\n'
+W='%{url_effective} %{num_connects} %{http_code} %{time_namelookup} %{time_connect} %{time_appconnect} %{time_pretransfer} %{time_starttransfer} %{time_total} %{size_header} %{size_download} %{size_request} %{http_version}\n'
 : > curl_rows.txt
 for scheme in http https; do
     port=$http_port

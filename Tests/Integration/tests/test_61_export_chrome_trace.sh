@@ -49,6 +49,15 @@ python3 "$fixtures_dir/check_trace.py" trace.json logs > check.out 2>&1
 rc=$?
 grep -v '^Downloading' check.out
 [ $rc = 0 ] || fail "check_trace.py"
+# Which consumer read the trace, in so many words (the perfetto package fetches its
+# trace_processor_shell binary at run time, which an offline machine cannot).
+if grep -q "^NOTE: Perfetto's trace processor is unavailable" check.out; then
+    note "checked by: the strict Trace Event Format check, not Perfetto: its trace processor could not be had" \
+        "(no network to fetch it; WJ_TRACE_PROCESSOR=/path/to/trace_processor_shell uses a local one)"
+else
+    grep -q "read by Perfetto's trace processor" check.out || fail "check_trace.py did not say which consumer read the trace"
+    note "checked by: Perfetto's trace processor"
+fi
 
 # The four parallel connections overlap: they are on four tracks of curl's process.
 python3 - trace.json <<'PY' || fail "overlapping connections share a track"
