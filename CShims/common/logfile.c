@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -195,6 +196,8 @@ static int still_ours(wj_logfile *lf, int fd) {
     return 1;
 }
 
+#define WJ_FS_RESERVE (64 * 1024)
+
 // Whole or nothing: a short write is cut back so the file never ends in half a line. Two
 // pieces (the header and the first lines) go in one writev.
 static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const char *b, size_t b_len) {
@@ -249,6 +252,17 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
     uint64_t reserve = limit / 16 < 65536 ? limit / 16 : 65536;
     if (!lf->final_phase) limit -= reserve;
     if (lf->size + len > limit) { drop(lf, len); goto out; }
+    // The same for the file system: the last WJ_FS_RESERVE bytes free on it are left for
+    // process_end, so a log on a full disk still ends properly once a little space came back.
+    // (f_blocks 0: no size limit, e.g. an unbounded tmpfs.)
+    if (!lf->final_phase && !lf->reserve_ok) {
+        struct statfs fs;
+        if (syscall(SYS_fstatfs, fd, &fs) == 0 && fs.f_blocks > 0 &&
+            (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize < len + WJ_FS_RESERVE) {
+            drop(lf, len);
+            goto out;
+        }
+    }
 
     // Every file begins with its header (process_start): a file created anew (the old one was
     // moved or deleted), emptied by someone, or whose first write failed gets it first.

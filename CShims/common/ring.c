@@ -15,6 +15,7 @@ static inline void *slot_event(const wj_ring *r, uint64_t pos) {
 
 void wj_ring_init(wj_ring *r, void *slots, uint64_t capacity, uint64_t slot_size) {
     atomic_store(&r->enq, 0);
+    atomic_store(&r->deq_seen, 0);
     atomic_store(&r->deq, 0);
     atomic_store(&r->dropped, 0);
     r->slots = slots;
@@ -23,28 +24,52 @@ void wj_ring_init(wj_ring *r, void *slots, uint64_t capacity, uint64_t slot_size
     r->stride = WJ_RING_STRIDE(slot_size);
 }
 
-int wj_ring_push(wj_ring *r, const void *ev) {
+int wj_ring_push(wj_ring *r, const void *ev) { return wj_ring_push_n(r, ev, r->slot_size); }
+
+// The slot at pos is free once the consumer is less than a lap behind pos. That is known from
+// its position (deq, stored with release after it released the slot), through a cached copy,
+// so that a push never reads its slot: on a ring larger than the caches that read was a miss
+// on every push (a third of a microsecond per captured message on nginx).
+int wj_ring_push_n(wj_ring *r, const void *ev, size_t n) {
+    if (n > r->slot_size) n = r->slot_size;
+    const int64_t cap = (int64_t)(r->mask + 1);
     uint64_t pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
     for (;;) {
-        _Atomic uint64_t *lapp = slot_lap(r, pos);
-        uint64_t want = pos & ~r->mask;
-        uint64_t lap = atomic_load_explicit(lapp, memory_order_acquire);
-        int64_t diff = (int64_t)(lap - want);
-        if (diff == 0) {
-            if (atomic_compare_exchange_weak_explicit(&r->enq, &pos, pos + 1,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-                memcpy(slot_event(r, pos), ev, r->slot_size);
-                atomic_store_explicit(lapp, want + 1, memory_order_release);
-                return 1;
+        uint64_t seen = atomic_load_explicit(&r->deq_seen, memory_order_acquire);
+        if ((int64_t)(pos - seen) >= cap) {
+            seen = atomic_load_explicit(&r->deq, memory_order_acquire);
+            atomic_store_explicit(&r->deq_seen, seen, memory_order_release);
+            if ((int64_t)(pos - seen) >= cap) {
+                // The slot still holds the previous lap's event: the ring is full.
+                atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+                return 0;
             }
-        } else if (diff < 0) {
-            // The slot still holds the previous lap's event: the ring is full.
-            atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
-            return 0;
-        } else {
-            pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
         }
+        if (atomic_compare_exchange_weak_explicit(&r->enq, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
+            break;
     }
+    memcpy(slot_event(r, pos), ev, n);
+    atomic_store_explicit(slot_lap(r, pos), (pos & ~r->mask) + 1, memory_order_release);
+    __builtin_prefetch(slot_lap(r, pos + 1), 1, 3);  // the next push's slot, meanwhile
+    return 1;
+}
+
+int wj_ring_pop_var(wj_ring *r, void *out, size_t head, size_t len_at) {
+    uint64_t pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
+    if (atomic_load_explicit(&r->enq, memory_order_relaxed) == pos) return 0;
+    _Atomic uint64_t *lapp = slot_lap(r, pos);
+    uint64_t base = pos & ~r->mask;
+    if (atomic_load_explicit(lapp, memory_order_acquire) != base + 1) return 0;
+    const unsigned char *slot = slot_event(r, pos);
+    memcpy(out, slot, head);
+    uint32_t len;
+    memcpy(&len, (const unsigned char *)out + len_at, sizeof len);
+    if (len > r->slot_size - head) len = (uint32_t)(r->slot_size - head);
+    memcpy((unsigned char *)out + head, slot + head, len);
+    atomic_store_explicit(lapp, base + r->mask + 1, memory_order_release);
+    atomic_store_explicit(&r->deq, pos + 1, memory_order_release);  // producers read it (push)
+    __builtin_prefetch(slot_lap(r, pos + 1), 0, 3);
+    return 1;
 }
 
 int wj_ring_pop(wj_ring *r, void *out) {
@@ -56,7 +81,8 @@ int wj_ring_pop(wj_ring *r, void *out) {
     if (atomic_load_explicit(lapp, memory_order_acquire) != base + 1) return 0;
     memcpy(out, slot_event(r, pos), r->slot_size);
     atomic_store_explicit(lapp, base + r->mask + 1, memory_order_release);
-    atomic_store_explicit(&r->deq, pos + 1, memory_order_relaxed);
+    atomic_store_explicit(&r->deq, pos + 1, memory_order_release);  // producers read it (push)
+    __builtin_prefetch(slot_lap(r, pos + 1), 0, 3);
     return 1;
 }
 
@@ -69,6 +95,7 @@ void wj_ring_discard_pending(wj_ring *r) {
     for (uint64_t pos = atomic_load(&r->deq); pos != end; pos++)
         atomic_store(slot_lap(r, pos), (pos & ~r->mask) + r->mask + 1);
     atomic_store(&r->deq, end);
+    atomic_store(&r->deq_seen, end);
     atomic_store(&r->dropped, 0);
 }
 

@@ -16,6 +16,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,11 @@ static int ensure_agent_library_locked(void) {
     return ok;
 }
 
+// Captured bytes travel in variable-length slots: header, then `len` bytes.
+static int pop_payload(wj_payload *p) {
+    return wj_ring_pop_var(&wj_payload_ring, p, offsetof(wj_payload, data), offsetof(wj_payload, len));
+}
+
 static uint64_t event_time(const wj_event *ev) {
     return ev->kind == WJ_EV_CONN_CLOSE ? ev->t_end : ev->t_start;
 }
@@ -175,7 +181,7 @@ static void flush_locked(int final, int tid) {
     int have_ev = 0, have_payload = 0, have_dns = 0;
     for (;;) {
         if (!have_ev) have_ev = wj_ring_pop(&wj_event_ring, &ev);
-        if (!have_payload) have_payload = wj_ring_pop(&wj_payload_ring, &payload);
+        if (!have_payload) have_payload = pop_payload(&payload);
         if (!have_dns) have_dns = wj_ring_pop(&wj_dns_ring, &dns);
         if (!have_ev && !have_payload && !have_dns) break;
         uint64_t t_ev = have_ev ? event_time(&ev) : UINT64_MAX;
@@ -196,7 +202,7 @@ static void flush_locked(int final, int tid) {
                 write_out();
                 agent_ops.handle_payload(&payload);
             }
-            have_payload = wj_ring_pop(&wj_payload_ring, &payload);
+            have_payload = pop_payload(&payload);
             continue;
         }
         if (ev.kind == WJ_EV_FORK) {
@@ -238,7 +244,13 @@ static void flush_locked(int final, int tid) {
     if (drop_events > reported_drop_events || drop_records > reported_drop_records) {
         reported_drop_events = drop_events;
         reported_drop_records = drop_records;
+        // What was lost is told even on a nearly full disk: the drops line may use the room
+        // kept there for process_end (it is small, and written once per change).
+        write_out();
         append(C_DROPS, wj_format_drops(line_buf, sizeof line_buf, now, drop_events, drop_records));
+        wj_proc.log.reserve_ok = 1;
+        write_out();
+        wj_proc.log.reserve_ok = 0;
     }
     if (final) {
         // process_end counts the lines before it; those still in out_buf count as written

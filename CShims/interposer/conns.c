@@ -277,7 +277,7 @@ void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset) {
 static void push_payload(wj_payload *p, uint64_t offset, uint32_t len) {
     p->offset = offset;
     p->len = len;
-    wj_ring_push(&wj_payload_ring, p);
+    wj_ring_push_n(&wj_payload_ring, p, offsetof(wj_payload, data) + len);
     if (WJ_UNLIKELY(wj_ring_filling(&wj_payload_ring))) wj_agent_nudge();
 }
 

@@ -34,7 +34,8 @@ final class OpenConnection {
     let host: ResolvedNames.Match?
     var raw: HTTP1Stream?
     var plain: HTTP1Stream?
-    var published: [Int32: UInt64] = [:]   // conn_want offsets already told, by stream
+    // conn_want offsets already told, by stream (WJ_PAYLOAD_OUT | WJ_PAYLOAD_PLAIN bits: 0...3)
+    var published: [UInt64?] = [nil, nil, nil, nil]
     var requests = 0
     var payloads = 0                        // capture slots seen
     var stateBeforeFinish: HTTP1State?
@@ -70,6 +71,8 @@ public final class Aggregator {
     static let summaryIntervalNs: UInt64 = 10_000_000_000
 
     static let flushThreshold = 64 * 1024
+    static let payloadDataOffset = MemoryLayout<wj_payload>.offset(of: \wj_payload.data)!
+    static let payloadCapacity = MemoryLayout<wj_payload>.size - payloadDataOffset
 
     public init(context: ProcessContext, errnoName: @escaping (Int32) -> String,
                 want: @escaping (UInt32, UInt64, Int32, UInt64) -> Void = { _, _, _, _ in },
@@ -150,23 +153,27 @@ public final class Aggregator {
         }
         conn.payloads += 1
         let dir: HTTPDirection = (p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in
-        let len = Int(min(p.pointee.len, UInt32(MemoryLayout.size(ofValue: p.pointee.data))))
-        withUnsafeBytes(of: p.pointee.data) { data in
-            stream.feed(dir, offset: p.pointee.offset, bytes: UnsafeRawBufferPointer(rebasing: data[0..<len]),
-                        ioEnd: p.pointee.io_end, mono: p.pointee.t)
-        }
+        // The bytes in place (not a copy of the whole slot's data array): only `len` of them
+        // were copied out of the ring.
+        let len = Int(min(p.pointee.len, UInt32(Aggregator.payloadCapacity)))
+        let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(p) + Aggregator.payloadDataOffset, count: len)
+        stream.feed(dir, offset: p.pointee.offset, bytes: bytes, ioEnd: p.pointee.io_end, mono: p.pointee.t)
         publishWants(conn, stream: stream, plain: plain)
         for ex in stream.takeCompleted() { http(ex, conn: conn, tls: plain, tid: p.pointee.tid) }
     }
 
+    // Called for every captured slot: no allocation, no hashing.
     private func publishWants(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool) {
-        for dir in [HTTPDirection.out, .in] {
-            let which = Int32(dir == .out ? WJ_PAYLOAD_OUT : 0) | Int32(plain ? WJ_PAYLOAD_PLAIN : 0)
-            let offset = stream.wantFrom(dir)
-            if conn.published[which] != offset {
-                conn.published[which] = offset
-                want(conn.event.conn_slot, conn.event.conn_id, which, offset)
-            }
+        publishWant(conn, stream: stream, plain: plain, dir: .out)
+        publishWant(conn, stream: stream, plain: plain, dir: .in)
+    }
+
+    private func publishWant(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool, dir: HTTPDirection) {
+        let which = Int32(dir == .out ? WJ_PAYLOAD_OUT : 0) | Int32(plain ? WJ_PAYLOAD_PLAIN : 0)
+        let offset = stream.wantFrom(dir)
+        if conn.published[Int(which)] != offset {
+            conn.published[Int(which)] = offset
+            want(conn.event.conn_slot, conn.event.conn_id, which, offset)
         }
     }
 
@@ -318,16 +325,10 @@ public final class Aggregator {
         guard budget.take(mono: endMono) else {
             let key = HTTPSummaryKey(role: ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client", scheme: tls ? "https" : "http",
                                      method: ex.method, host: ex.host ?? conn.host?.name, status: ex.status)
-            var e = summaries[key] ?? HTTPSummaryEntry()
-            e.count += 1
-            if ex.error != nil { e.errors += 1 }
-            e.requestBytes += ex.requestHeaderBytes + ex.requestBodyBytes
-            e.responseBytes += ex.responseHeaderBytes + ex.responseBodyBytes
-            if let d = ex.durationNs { e.duration.record(d / 1000) }
-            if let t = ex.ttfbNs { e.ttfb.record(t / 1000) }
-            e.firstMono = min(e.firstMono, endMono)
-            e.lastMono = max(e.lastMono, endMono)
-            summaries[key] = e
+            summaries[key, default: HTTPSummaryEntry()].add(
+                failed: ex.error != nil, requestBytes: ex.requestHeaderBytes + ex.requestBodyBytes,
+                responseBytes: ex.responseHeaderBytes + ex.responseBodyBytes,
+                durationUs: ex.durationNs.map { $0 / 1000 }, ttfbUs: ex.ttfbNs.map { $0 / 1000 }, endMono: endMono)
             return
         }
         begin("http", mono: endMono, tid: tid)

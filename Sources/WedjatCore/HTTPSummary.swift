@@ -62,6 +62,21 @@ public struct HTTPSummaryEntry {
     public var ttfb = DurationHistogram()
     public var firstMono: UInt64 = .max
     public var lastMono: UInt64 = 0
+
+    /// One more exchange. Called in place (`summaries[key, default: ...].add(...)`): a copy
+    /// taken out of the dictionary and stored back would copy both histograms (16 KiB) on
+    /// every exchange, since the dictionary still shares their storage while it is modified.
+    public mutating func add(failed: Bool, requestBytes: UInt64, responseBytes: UInt64,
+                             durationUs: UInt64?, ttfbUs: UInt64?, endMono: UInt64) {
+        count += 1
+        if failed { errors += 1 }
+        self.requestBytes += requestBytes
+        self.responseBytes += responseBytes
+        if let durationUs { duration.record(durationUs) }
+        if let ttfbUs { ttfb.record(ttfbUs) }
+        firstMono = Swift.min(firstMono, endMono)
+        lastMono = Swift.max(lastMono, endMono)
+    }
 }
 
 // Token bucket: `perSecond` records a second, bursts up to `burst`.

@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 import CWedjatCommon
 
@@ -74,5 +75,61 @@ final class RingTests: XCTestCase {
         while wj_ring_pop(ring, &out) != 0 { seen.insert(out.conn_id) }
         XCTAssertEqual(seen.count, threads * perThread)
         XCTAssertEqual(wj_ring_dropped(ring), 0)
+    }
+    // Variable-length slots (captured bytes): producers push only the header and `len` bytes,
+    // the consumer copies out only those, while both run at once around a small ring for many
+    // laps. Every popped slot must hold exactly what one producer wrote (a producer never
+    // overwrites a slot the consumer has not finished with), and pushed = popped + dropped.
+    func testVariableLengthSlotsUnderConcurrency() {
+        let capacity = 64
+        let ring = wj_ring_create(UInt64(capacity), UInt64(MemoryLayout<wj_payload>.size))!
+        defer { wj_ring_destroy(ring) }
+        let head = MemoryLayout<wj_payload>.offset(of: \wj_payload.data)!
+        let lenAt = MemoryLayout<wj_payload>.offset(of: \wj_payload.len)!
+        let room = MemoryLayout<wj_payload>.size - head
+        let producers = 3, perProducer = 40_000
+        let pushed = UnsafeMutablePointer<Int>.allocate(capacity: producers)
+        pushed.initialize(repeating: 0, count: producers)
+        defer { pushed.deallocate() }
+        let lock = NSLock()
+        var done = 0
+        var popped = 0, bad = 0
+        DispatchQueue.concurrentPerform(iterations: producers + 1) { t in
+            if t == producers {
+                var out = wj_payload()
+                var spins = 0
+                while true {
+                    if wj_ring_pop_var(ring, &out, head, lenAt) != 0 {
+                        popped += 1
+                        let len = Int(out.len)
+                        let seed = UInt8(truncatingIfNeeded: out.conn_id)
+                        withUnsafeBytes(of: &out.data) { d in
+                            if len > room || (0..<len).contains(where: { d[$0] != seed &+ UInt8(truncatingIfNeeded: $0) }) { bad += 1 }
+                        }
+                        if out.offset != UInt64(len) { bad += 1 }
+                    } else if lock.withLock({ done }) == producers {
+                        spins += 1
+                        if spins > 1000 { break }
+                    }
+                }
+                return
+            }
+            var p = wj_payload()
+            for i in 0..<perProducer {
+                let len = (i * 37 + t * 11) % (room + 1)
+                p.conn_id = UInt64(t * perProducer + i)
+                let seed = UInt8(truncatingIfNeeded: p.conn_id)
+                p.len = UInt32(len)
+                p.offset = UInt64(len)
+                withUnsafeMutableBytes(of: &p.data) { d in for k in 0..<len { d[k] = seed &+ UInt8(truncatingIfNeeded: k) } }
+                if wj_ring_push_n(ring, &p, head + len) != 0 { pushed[t] += 1 }
+            }
+            lock.withLock { done += 1 }
+        }
+        let total = (0..<producers).reduce(0) { $0 + pushed[$1] }
+        XCTAssertEqual(bad, 0, "slots read back differently from how they were written")
+        XCTAssertEqual(popped, total)
+        XCTAssertEqual(UInt64(total) + wj_ring_dropped(ring), UInt64(producers * perProducer))
+        XCTAssertGreaterThan(popped, capacity * 10, "the ring went around many times")
     }
 }

@@ -150,6 +150,7 @@ void wj_tid_forget(void);     // in a fork child, before anything else
 // A slot is a lap counter followed by slot_size bytes of event.
 typedef struct wj_ring {
     _Alignas(64) _Atomic uint64_t enq;
+    _Atomic uint64_t deq_seen;   // producers' copy of deq (may lag): a push reads no slot
     _Alignas(64) _Atomic uint64_t deq;
     _Alignas(64) _Atomic uint64_t dropped;
     unsigned char *slots;
@@ -164,6 +165,11 @@ typedef struct wj_ring {
 void wj_ring_init(wj_ring *r, void *slots, uint64_t capacity, uint64_t slot_size);
 int wj_ring_push(wj_ring *r, const void *ev);   // 1 pushed, 0 dropped (counted)
 int wj_ring_pop(wj_ring *r, void *out);         // single consumer; 1 got one, 0 empty
+// Variable-length slots: only the first n bytes of the event are copied in, and out only its
+// first `head` bytes plus the uint32 length found at `len_at` within them. A captured
+// request line dirties two or three cache lines of the ring instead of all of its slot.
+int wj_ring_push_n(wj_ring *r, const void *ev, size_t n);
+int wj_ring_pop_var(wj_ring *r, void *out, size_t head, size_t len_at);
 uint64_t wj_ring_dropped(const wj_ring *r);
 // After fork, in the child: forget everything pending (including slots claimed by threads
 // that do not exist in the child) without touching the whole ring.
@@ -227,6 +233,8 @@ typedef struct wj_logfile {
     uint64_t dropped_bytes;
     int reopen_count;
     int final_phase;           // set for the last records (process_end): they may use the reserve
+    int reserve_ok;            // set around a write of a `drops` record: it may use the file
+                               // system's reserve (not the size limit's)
     const char *header;        // written first into every new or emptied file (process_start)
     size_t header_len;
     int header_landed;
