@@ -474,17 +474,32 @@ static void reserve_fd_table(void) {
     wj_logfile_unlock_fds(&wj_proc.log);
 }
 
-// A loop thread or a blocked call needs the stall watchdog, which is the agent thread: start it
-// even when sampling is off.
-void wj_agent_start_watch(void) {
-    if (wj_disabled || atomic_load(&finished) || atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_NONE)
-        return;
+// The thread, sampling (NONE -> SAMPLING).
+static void start_sampling_thread(void) {
     int expected = AGENT_NONE;
     if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_SAMPLING)) return;
     int err = errno;
     reserve_fd_table();
     errno = err;
     start_thread();
+}
+
+static int watch_wanted;   // the stall watchdog asked for the thread: it runs even with sampling off
+static void refuse_for_now(void);
+
+// A loop thread or a blocked call needs the stall watchdog, which is the agent thread: start it
+// even when sampling is off. Not from a signal handler (see wj_sampler_poke_slow): then the
+// next interposed call outside one starts it.
+void wj_agent_start_watch(void) {
+    if (wj_disabled || atomic_load(&finished) || atomic_load_explicit(&agent_state, memory_order_relaxed) != AGENT_NONE)
+        return;
+    if (wj_maybe_in_signal_handler()) {
+        watch_wanted = 1;
+        refuse_for_now();
+        atomic_store(&wj_sampler_wanted, 1);
+        return;
+    }
+    start_sampling_thread();
 }
 
 void wj_agent_nudge_stall(void) {
@@ -495,13 +510,8 @@ void wj_agent_nudge_stall(void) {
 
 // A process that lives past one interval gets its samples from a thread that otherwise sleeps.
 void wj_agent_start_sampler(void) {
-    if (wj_disabled || wj_proc.config.sample_ms <= 0 || atomic_load(&finished)) return;
-    int expected = AGENT_NONE;
-    if (!atomic_compare_exchange_strong(&agent_state, &expected, AGENT_SAMPLING)) return;
-    int err = errno;
-    reserve_fd_table();
-    errno = err;
-    start_thread();
+    if (wj_disabled || (wj_proc.config.sample_ms <= 0 && !watch_wanted) || atomic_load(&finished)) return;
+    start_sampling_thread();
 }
 
 // ---------------------------------------------------------------- lazy sampler start
@@ -514,6 +524,7 @@ void wj_agent_start_sampler(void) {
 // WJ_SAMPLER_GATE_MS. Its first sample still covers the interval from main().
 _Atomic int wj_sampler_wanted;
 static uint64_t sampler_gate_ns;   // CLOCK_MONOTONIC_COARSE
+static int sampler_refused;        // a try was refused (handler possible): every try is gated now
 
 static uint64_t coarse_now_ns(void) {
     struct timespec ts;
@@ -521,9 +532,15 @@ static uint64_t coarse_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void refuse_for_now(void) {
+    sampler_refused = 1;
+    sampler_gate_ns = coarse_now_ns() + 100 * 1000000ull;
+}
+
 void wj_sampler_want(void) {
     if (wj_disabled || wj_proc.config.sample_ms <= 0 || atomic_load(&finished)) return;
     sampler_gate_ns = coarse_now_ns() + WJ_SAMPLER_GATE_MS * 1000000ull;
+    sampler_refused = 0;
     atomic_store(&wj_sampler_wanted, 1);
 }
 
@@ -532,14 +549,15 @@ void wj_sampler_want(void) {
 // handled signal is blocked in it (a handler runs with its own signal blocked, unless
 // SA_NODEFER); when that cannot be ruled out, the next try is 100 ms later.
 void wj_sampler_poke_slow(int gated) {
-    if (gated && coarse_now_ns() < sampler_gate_ns) return;
+    // After a refusal even waits and sleeps try at most every 100 ms: a thread that keeps a
+    // handled signal blocked must not pay the 64 sigaction queries on each of its waits.
+    if ((gated || sampler_refused) && coarse_now_ns() < sampler_gate_ns) return;
     if (!wj_enter()) return;  // inside a hook, wedjat's own thread, a vfork child
     int err = errno;
     if (atomic_load(&agent_state) != AGENT_NONE || atomic_load(&finished)) {
         atomic_store(&wj_sampler_wanted, 0);
     } else if (wj_maybe_in_signal_handler()) {
-        sampler_gate_ns = coarse_now_ns() + 100 * 1000000ull;
-        if (!gated) atomic_store(&wj_sampler_wanted, 1);
+        refuse_for_now();
     } else {
         wj_agent_start_sampler();
     }

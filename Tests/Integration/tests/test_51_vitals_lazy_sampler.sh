@@ -2,7 +2,9 @@
 # makes interposed calls past the 20 ms gate (or starts threads) gets periodic samples, a
 # process that never calls anything interposed gets only its exit sample (README Limits), and
 # a process whose only interposed call is in a signal handler never gets the thread from
-# inside that handler: it finishes normally.
+# inside that handler: it finishes normally. A thread that keeps a handled signal blocked
+# while it polls is asked about its signal state at most every 100 ms, not on every poll
+# (counted with strace: rt_sigaction calls).
 . "$WJ_LIB/common.sh"
 
 # Without wedjat first: the fixture's own thread count.
@@ -18,6 +20,17 @@ handler=$(WJ_TIMEOUT=20 wj logs_handler "$FIXTURES/vitals_lazy" handler 1300) ||
 [ "$handler" = "threads 1" ] || fail "wedjat started its thread from a signal handler: $handler"
 threads=$(wj logs_threads "$FIXTURES/vitals_lazy" threads 1600) || fail "threads failed"
 [ "$threads" = "threads 2" ] || fail "unexpected thread count after joining: $threads"
+command -v strace >/dev/null || fail "strace is not installed (scripts/deps.sh installs it)"
+timeout 60 strace -f -c -e trace=rt_sigaction -o "$TEST_TMP/blocked.strace" \
+    env WEDJAT_DIR="$TEST_TMP/logs_blocked" LD_PRELOAD="$WEDJAT_PRELOAD" "$FIXTURES/vitals_lazy" blocked 800 \
+    > blocked.out || fail "blocked mode failed"
+polls=$(sed -n 's/^polls //p' blocked.out)
+calls=$(awk '$NF == "rt_sigaction" { print $4 }' "$TEST_TMP/blocked.strace")
+note "blocked: $polls polls in 800 ms, $calls rt_sigaction calls"
+[ "${polls:-0}" -gt 2000 ] || fail "the fixture polled only ${polls:-0} times"
+# 64 queries a try, a try every 100 ms at most: about 600; before the fix it was 64 per poll.
+[ "${calls:-0}" -lt 1500 ] || fail "$calls rt_sigaction calls for $polls polls: wedjat re-checks the signal state on every wait"
+grep -q "^threads 1$" blocked.out || fail "wedjat started its thread although a handled signal was blocked: $(cat blocked.out)"
 
 pylogs <<'PY' || fail "samples"
 def samples(d):
