@@ -54,35 +54,42 @@ int wj_ring_push_n(wj_ring *r, const void *ev, size_t n) {
     return 1;
 }
 
+// The consumer's side: the published event at deq, or NULL (empty, or its producer has not
+// finished writing it). Nothing claimed since: empty, without touching (and faulting in) the
+// slot's page.
+static const unsigned char *next_published(wj_ring *r, uint64_t *pos) {
+    *pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
+    if (atomic_load_explicit(&r->enq, memory_order_relaxed) == *pos) return 0;
+    if (atomic_load_explicit(slot_lap(r, *pos), memory_order_acquire) != (*pos & ~r->mask) + 1) return 0;
+    return slot_event(r, *pos);
+}
+
+// Frees the slot for the next lap and moves deq past it (release: producers read it, push).
+static void release(wj_ring *r, uint64_t pos) {
+    atomic_store_explicit(slot_lap(r, pos), (pos & ~r->mask) + r->mask + 1, memory_order_release);
+    atomic_store_explicit(&r->deq, pos + 1, memory_order_release);
+    __builtin_prefetch(slot_lap(r, pos + 1), 0, 3);
+}
+
 int wj_ring_pop_var(wj_ring *r, void *out, size_t head, size_t len_at) {
-    uint64_t pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
-    if (atomic_load_explicit(&r->enq, memory_order_relaxed) == pos) return 0;
-    _Atomic uint64_t *lapp = slot_lap(r, pos);
-    uint64_t base = pos & ~r->mask;
-    if (atomic_load_explicit(lapp, memory_order_acquire) != base + 1) return 0;
-    const unsigned char *slot = slot_event(r, pos);
+    uint64_t pos;
+    const unsigned char *slot = next_published(r, &pos);
+    if (!slot) return 0;
     memcpy(out, slot, head);
     uint32_t len;
     memcpy(&len, (const unsigned char *)out + len_at, sizeof len);
     if (len > r->slot_size - head) len = (uint32_t)(r->slot_size - head);
     memcpy((unsigned char *)out + head, slot + head, len);
-    atomic_store_explicit(lapp, base + r->mask + 1, memory_order_release);
-    atomic_store_explicit(&r->deq, pos + 1, memory_order_release);  // producers read it (push)
-    __builtin_prefetch(slot_lap(r, pos + 1), 0, 3);
+    release(r, pos);
     return 1;
 }
 
 int wj_ring_pop(wj_ring *r, void *out) {
-    uint64_t pos = atomic_load_explicit(&r->deq, memory_order_relaxed);
-    // Nothing claimed since: empty, without touching (and faulting in) the slot's page.
-    if (atomic_load_explicit(&r->enq, memory_order_relaxed) == pos) return 0;
-    _Atomic uint64_t *lapp = slot_lap(r, pos);
-    uint64_t base = pos & ~r->mask;
-    if (atomic_load_explicit(lapp, memory_order_acquire) != base + 1) return 0;
-    memcpy(out, slot_event(r, pos), r->slot_size);
-    atomic_store_explicit(lapp, base + r->mask + 1, memory_order_release);
-    atomic_store_explicit(&r->deq, pos + 1, memory_order_release);  // producers read it (push)
-    __builtin_prefetch(slot_lap(r, pos + 1), 0, 3);
+    uint64_t pos;
+    const unsigned char *slot = next_published(r, &pos);
+    if (!slot) return 0;
+    memcpy(out, slot, r->slot_size);
+    release(r, pos);
     return 1;
 }
 
