@@ -56,8 +56,10 @@ for d in ("logs_io", "logs_threads"):
     if periodic:
         first = periodic[0]
         log = one(load_dir(d), d)
-        # The first interval still starts at main(), not when the thread started.
-        expect(abs(first["interval_start_ts"] - log.start["main_ts"]) <= 2_000, f"{d}: first interval from main: {first['interval_start_ts']} vs {log.start['main_ts']}")
+        # The first interval still starts at main(), not when the thread started (in io mode
+        # 20 ms or more later): within 15 ms of main_ts, which a loaded machine can stretch.
+        delta = first["interval_start_ts"] - log.start["main_ts"]
+        expect(0 <= delta <= 15_000, f"{d}: first interval from main: starts {delta} us after main_ts")
         expect(float(first["cpu"]["total_pct"]) >= 50.0, f"{d}: the busy process shows its CPU: {first['cpu']}")
     if last:
         expect("total_bytes" in last[0]["system_memory"], f"{d}: a sampled process's exit sample reads system memory")
