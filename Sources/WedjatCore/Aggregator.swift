@@ -38,6 +38,11 @@ final class OpenConnection {
     var published: [UInt64?] = [nil, nil, nil, nil]
     var requests = 0
     var payloads = 0                        // capture slots seen
+    // The summary the last exchange went to (a connection's exchanges mostly share one):
+    // found again by comparing its key, without hashing it. Valid while summaryEpoch matches.
+    var summaryKey: HTTPSummaryKey?
+    var summaryIndex = 0
+    var summaryEpoch = -1
     var stateBeforeFinish: HTTP1State?
     init(event: wj_event, host: ResolvedNames.Match?) {
         self.event = event
@@ -66,7 +71,10 @@ public final class Aggregator {
     private var budget: RecordBudget
     private var early: [UInt64: [wj_payload]] = [:]
     public private(set) var earlyStashed = 0
-    private var summaries: [HTTPSummaryKey: HTTPSummaryEntry] = [:]
+    private var summaryIndex: [HTTPSummaryKey: Int] = [:]   // into summaryEntries
+    private var summaryEntries: [HTTPSummaryEntry] = []
+    private var summaryEpoch = 0                              // +1 each time they are written
+    private var lastConn: OpenConnection?                     // of the last payload: no lookup for the next
     private var lastSummaryMono: UInt64 = 0
     static let summaryIntervalNs: UInt64 = 10_000_000_000
 
@@ -111,6 +119,7 @@ public final class Aggregator {
                 untrackedConnections += 1
             }
         case Int32(WJ_EV_CONN_CLOSE):
+            if lastConn?.event.conn_id == ev.conn_id { lastConn = nil }
             if let known = open.removeValue(forKey: ev.conn_id) {
                 // Wake-up pairs that never carried a byte (curl makes one per transfer) are noise.
                 if known.event.role == UInt8(WJ_ROLE_PAIR) && ev.bytes_in == 0 && ev.bytes_out == 0 { return }
@@ -133,7 +142,9 @@ public final class Aggregator {
 
     // Bytes of a connection, for its HTTP parser.
     public func handlePayload(_ p: UnsafePointer<wj_payload>) {
-        guard let conn = open[p.pointee.conn_id] else {
+        // The bytes of one call mostly follow those of the call before on the same connection.
+        let cached = lastConn.flatMap { $0.event.conn_id == p.pointee.conn_id ? $0 : nil }
+        guard let conn = cached ?? open[p.pointee.conn_id] else {
             // Its open event is still on its way (pushed just after the agent polled the event
             // ring). Keep them until it comes: at most 32 slots for each of 64 connections.
             if early[p.pointee.conn_id] == nil && early.count >= 64 { early.removeAll() }  // bounded
@@ -149,8 +160,12 @@ public final class Aggregator {
         } else {
             let role: HTTPRole = conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client
             stream = HTTP1Stream(role: role, redaction: context.redaction)
+            // Past the record budget an exchange is only counted (http_summary): decided at
+            // its start, so that its path and header strings are never built.
+            stream.wantsDetail = { [unowned self] mono in self.budget.take(mono: mono) }
             if plain { conn.plain = stream } else { conn.raw = stream }
         }
+        lastConn = conn
         conn.payloads += 1
         let dir: HTTPDirection = (p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in
         // The bytes in place (not a copy of the whole slot's data array): only `len` of them
@@ -159,7 +174,7 @@ public final class Aggregator {
         let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(p) + Aggregator.payloadDataOffset, count: len)
         stream.feed(dir, offset: p.pointee.offset, bytes: bytes, ioEnd: p.pointee.io_end, mono: p.pointee.t)
         publishWants(conn, stream: stream, plain: plain)
-        for ex in stream.takeCompleted() { http(ex, conn: conn, tls: plain, tid: p.pointee.tid) }
+        stream.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
     }
 
     // Called for every captured slot: no allocation, no hashing.
@@ -192,7 +207,7 @@ public final class Aggregator {
                 }
             }
             stream.finish(mono: mono)
-            for ex in stream.takeCompleted() { http(ex, conn: conn, tls: tls, tid: conn.event.tid) }
+            stream.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
         }
     }
 
@@ -238,6 +253,7 @@ public final class Aggregator {
                            error: live?.err ?? 0, atExit: true, requests: conn.requests, httpConn: conn)
             }
             open.removeAll()
+            lastConn = nil
         }
         if lastSummaryMono == 0 { lastSummaryMono = endMono }
         if final || endMono &- lastSummaryMono >= Aggregator.summaryIntervalNs {
@@ -248,8 +264,11 @@ public final class Aggregator {
     }
 
     private func writeSummaries(mono: UInt64, tid: Int32) {
-        let sorted = summaries.sorted { ($0.value.firstMono, $0.key.method) < ($1.value.firstMono, $1.key.method) }
-        summaries.removeAll(keepingCapacity: true)
+        let sorted = summaryIndex.map { ($0.key, summaryEntries[$0.value]) }
+            .sorted { ($0.1.firstMono, $0.0.method) < ($1.1.firstMono, $1.0.method) }
+        summaryIndex.removeAll(keepingCapacity: true)
+        summaryEntries.removeAll(keepingCapacity: true)
+        summaryEpoch += 1
         for (key, e) in sorted {
             begin("http_summary", mono: mono, tid: tid)
             line.field("role", key.role)
@@ -322,10 +341,9 @@ public final class Aggregator {
         if ex.error == "desync" { unparsedHTTP += 1 }
         let ev = conn.event
         let endMono = ex.responseEnd ?? ex.requestEnd ?? ex.requestStart ?? ev.t_start
-        guard budget.take(mono: endMono) else {
-            let key = HTTPSummaryKey(role: ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client", scheme: tls ? "https" : "http",
-                                     method: ex.method, host: ex.host ?? conn.host?.name, status: ex.status)
-            summaries[key, default: HTTPSummaryEntry()].add(
+        guard ex.detailed else {
+            let k = summarySlot(ex, conn: conn, tls: tls)
+            summaryEntries[k].add(
                 failed: ex.error != nil, requestBytes: ex.requestHeaderBytes + ex.requestBodyBytes,
                 responseBytes: ex.responseHeaderBytes + ex.responseBodyBytes,
                 durationUs: ex.durationNs.map { $0 / 1000 }, ttfbUs: ex.ttfbNs.map { $0 / 1000 }, endMono: endMono)
@@ -364,6 +382,29 @@ public final class Aggregator {
         if ex.upgraded { line.field("upgraded", true) }
         line.field("error", ex.error)
         finishRecord("http")
+    }
+
+    // The index in summaryEntries of the summary `ex` counts in, created if new.
+    private func summarySlot(_ ex: HTTPExchange, conn: OpenConnection, tls: Bool) -> Int {
+        let scheme = tls ? "https" : "http", host = ex.host ?? conn.host?.name
+        let role = conn.event.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client"
+        if conn.summaryEpoch == summaryEpoch, let k = conn.summaryKey, k.status == ex.status,
+           k.method == ex.method, k.host == host, k.scheme == scheme, k.role == role {
+            return conn.summaryIndex
+        }
+        let key = HTTPSummaryKey(role: role, scheme: scheme, method: ex.method, host: host, status: ex.status)
+        let index: Int
+        if let found = summaryIndex[key] {
+            index = found
+        } else {
+            index = summaryEntries.count
+            summaryEntries.append(HTTPSummaryEntry())
+            summaryIndex[key] = index
+        }
+        conn.summaryKey = key
+        conn.summaryIndex = index
+        conn.summaryEpoch = summaryEpoch
+        return index
     }
 
     private static func transportName(_ t: UInt8) -> String {

@@ -118,6 +118,10 @@ public struct HTTPExchange {
     public var complete = false           // the final response was read to its end
     public var error: String?             // "incomplete", "desync" or "parse"
     public var upgraded = false           // 101 or CONNECT 2xx: parsing stopped after it
+    /// False when the stream's owner said at the request's start that it will only count this
+    /// exchange (HTTP1Stream.wantsDetail): `path` is then "" and `headers` is empty; method,
+    /// host, status, byte counts and times are all there.
+    public var detailed = true
 
     // Parser bookkeeping.
     var requestDone = false
@@ -176,6 +180,14 @@ public final class HTTP1Stream {
         core.deallocate()
     }
 
+    /// Asked at each request's first byte (with that segment's mono): false makes the exchange
+    /// a counted-only one (HTTPExchange.detailed), which spares building its path and header
+    /// strings. Unset: every exchange is detailed.
+    public var wantsDetail: ((UInt64) -> Bool)? {
+        get { core.pointee.sh.wantsDetail }
+        set { core.pointee.sh.wantsDetail = newValue }
+    }
+
     public func feed(_ dir: HTTPDirection, offset: UInt64, bytes: UnsafeRawBufferPointer, ioEnd: UInt64, mono: UInt64) {
         core.pointee.feed(dir, offset: offset,
                   bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count,
@@ -201,6 +213,18 @@ public final class HTTP1Stream {
         var out: [HTTPExchange] = []
         swap(&out, &core.pointee.sh.completed)
         return out
+    }
+
+    /// The same, handed to `body` one by one without copying them or giving up the buffer
+    /// (the aggregator's per-message path: no allocation per exchange). `body` must not feed
+    /// this stream.
+    public func drainCompleted(_ body: (HTTPExchange) -> Void) {
+        guard !core.pointee.sh.completed.isEmpty else { return }
+        var out: [HTTPExchange] = []
+        swap(&out, &core.pointee.sh.completed)
+        for i in out.indices { body(out[i]) }
+        out.removeAll(keepingCapacity: true)
+        swap(&out, &core.pointee.sh.completed)
     }
 
     public var state: HTTP1State { core.pointee.sh.state }

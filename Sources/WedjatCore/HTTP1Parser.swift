@@ -18,6 +18,7 @@ struct HTTP1Shared {
     var resumeRequests = false        // a CONNECT/Upgrade request got a non-tunnel answer
     var stash: [(offset: UInt64, bytes: [UInt8], ioEnd: UInt64, mono: UInt64)] = []
     var stashBytes = 0
+    var wantsDetail: ((UInt64) -> Bool)?
 
     static let maxPending = 1024
 
@@ -280,9 +281,16 @@ struct HTTP1Dir {
         let method = String(decoding: UnsafeBufferPointer(start: q, count: rl.methodEnd), as: UTF8.self)
         let isConnect = rl.methodEnd == 7 && HTTP1Syntax.equals(q, "CONNECT")
         let target = UnsafeBufferPointer(start: q + rl.targetStart, count: rl.targetEnd - rl.targetStart)
-        let (path, host) = HTTP1Syntax.redactTarget(target, s.redaction, isConnect: isConnect)
+        let detailed = s.wantsDetail?(msgStartMono) ?? true
+        var path = "", host: String? = nil
+        // A counted-only exchange needs the target only for its host (absolute or authority form).
+        if detailed || isConnect || (target[0] != 47 && target[0] != 42) {
+            (path, host) = HTTP1Syntax.redactTarget(target, s.redaction, isConnect: isConnect)
+            if !detailed { path = "" }
+        }
         var e = HTTPExchange(index: s.requestCount, method: method, path: path, version: HTTP1Syntax.versionName(q[n - 1]))
-        e.headers.reserveCapacity(6)
+        e.detailed = detailed
+        if detailed { e.headers.reserveCapacity(6) }
         e.host = host
         e.isConnect = isConnect
         e.pausesRequests = isConnect
@@ -328,7 +336,7 @@ struct HTTP1Dir {
             let value = String(decoding: UnsafeBufferPointer(start: q + vs, count: ve - vs), as: UTF8.self)
             let k = ex - s.base
             if isRequest, s.exs[k].host == nil { s.exs[k].host = value }
-            s.exs[k].headers.append((isRequest ? "request.host" : "response.host", value))
+            if s.exs[k].detailed { s.exs[k].headers.append((isRequest ? "request.host" : "response.host", value)) }
             return true
         case 7:
             if isRequest, HTTP1Syntax.nameIs(q, "upgrade") { upgrade = true }
@@ -357,6 +365,7 @@ struct HTTP1Dir {
         default:
             return true
         }
+        guard s.exs[ex - s.base].detailed else { return true }
         trim()
         let value = String(decoding: UnsafeBufferPointer(start: q + vs, count: ve - vs), as: UTF8.self)
         s.exs[ex - s.base].headers.append((key, value))

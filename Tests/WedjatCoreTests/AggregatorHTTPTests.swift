@@ -180,6 +180,43 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertEqual(lines.first { $0["type"] as? String == "connection" }?["http_requests"] as? Int, 50)
     }
 
+    // One connection's exchanges usually share a summary, found again without hashing; a
+    // change of status, method or host must still open its own, and a summary written (every
+    // 10 s) must not be counted into again.
+    func testSummariesOfOneConnectionStaySeparateByKeyAndInterval() {
+        let agg = makeAggregator(recordsPerSecond: 1)   // burst of 10
+        agg.handle(open(5, role: Int(WJ_ROLE_SERVER), at: 1_001_000_000))
+        var inOff: UInt64 = 0, outOff: UInt64 = 0
+        var t: UInt64 = 1_002_000_000
+        func exchange(_ method: String, _ host: String, _ status: Int) {
+            let req = "\(method) /x HTTP/1.1\r\nHost: \(host)\r\n\r\n"
+            payload(agg, 5, out: false, offset: inOff, req, at: t)
+            inOff += UInt64(req.utf8.count)
+            let resp = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\n\r\n"
+            payload(agg, 5, out: true, offset: outOff, resp, at: t + 100_000)
+            outOff += UInt64(resp.utf8.count)
+            t += 1_000_000
+        }
+        for _ in 0..<10 { exchange("GET", "a", 200) }        // the burst: records
+        for _ in 0..<3 { exchange("GET", "a", 200) }
+        for _ in 0..<2 { exchange("GET", "a", 404) }
+        exchange("POST", "a", 200)
+        for _ in 0..<4 { exchange("GET", "b", 200) }
+        exchange("GET", "a", 200)
+        // 10 s later: the summaries so far are written; the next ones start anew.
+        agg.flush(final: false, endMono: t, tid: 1, openCounters: { _, _ in nil })
+        t += 11_000_000_000
+        agg.flush(final: false, endMono: t, tid: 1, openCounters: { _, _ in nil })
+        for _ in 0..<12 { exchange("GET", "a", 200) }     // 10 records again (the budget refilled), 2 counted
+        agg.handle(close(5, at: t))
+        agg.flush(final: true, endMono: t + 1, tid: 1, openCounters: { _, _ in nil })
+        let summaries = lines.filter { $0["type"] as? String == "http_summary" }
+        let counts = summaries.map { "\($0["method"]!) \($0["host"]!) \($0["status"]!) \($0["count"]!)" }
+        XCTAssertEqual(counts, ["GET a 200 4", "GET a 404 2", "POST a 200 1", "GET b 200 4", "GET a 200 2"])
+        XCTAssertEqual(lines.filter { $0["type"] as? String == "http" }.count, 20)
+        XCTAssertEqual(lines.first { $0["type"] as? String == "connection" }?["http_requests"] as? Int, 33)
+    }
+
     func testHistogramQuantilesWithinItsPrecision() {
         var h = DurationHistogram()
         for v in 1...1000 { h.record(UInt64(v)) }

@@ -849,4 +849,40 @@ final class HTTP1Tests: XCTestCase {
         XCTAssertGreaterThan(states["desynced"] ?? 0, 500, "\(states)")
         XCTAssertGreaterThan(states["notHTTP"] ?? 0, 100, "\(states)")
     }
+
+    // A counted-only exchange (the owner's wantsDetail said no at its start) keeps what a
+    // summary needs, host included, and builds neither path nor header strings.
+    func testCountedOnlyExchangesKeepWhatASummaryNeeds() {
+        let s = HTTP1Stream(role: .server)
+        var asked: [UInt64] = []
+        s.wantsDetail = { mono in asked.append(mono); return mono != 20 }
+        let req1 = "GET /a?q=1 HTTP/1.1\r\nHost: example.test\r\nUser-Agent: t\r\n\r\n"
+        let req2 = "GET http://other.test/b HTTP/1.1\r\nHost: ignored\r\n\r\n"
+        let resp = "HTTP/1.1 404 No\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc"
+        var inOff: UInt64 = 0, outOff: UInt64 = 0
+        for (req, t) in [(req1, UInt64(10)), (req2, 20)] {
+            s.feed(.in, offset: inOff, bytes: Array(req.utf8), mono: t)
+            inOff += UInt64(req.utf8.count)
+            s.feed(.out, offset: outOff, bytes: Array(resp.utf8), mono: t + 5)
+            outOff += UInt64(resp.utf8.count)
+        }
+        let done = s.takeCompleted()
+        XCTAssertEqual(asked, [10, 20])
+        XCTAssertEqual(done.count, 2)
+        XCTAssertTrue(done[0].detailed)
+        XCTAssertEqual(done[0].path, "/a?REDACTED")
+        XCTAssertEqual(done[0].requestHeader("user-agent"), "t")
+        XCTAssertEqual(done[0].responseHeader("content-type"), "text/plain")
+        let counted = done[1]
+        XCTAssertFalse(counted.detailed)
+        XCTAssertEqual(counted.path, "")
+        XCTAssertTrue(counted.headers.isEmpty)
+        XCTAssertEqual(counted.host, "other.test", "absolute-form target: its host")
+        XCTAssertEqual(counted.method, "GET")
+        XCTAssertEqual(counted.status, 404)
+        XCTAssertEqual(counted.responseBodyBytes, 3)
+        XCTAssertEqual(counted.requestHeaderBytes, UInt64(req2.utf8.count))
+        XCTAssertEqual(counted.ttfbNs, 5)
+        XCTAssertTrue(counted.complete)
+    }
 }
