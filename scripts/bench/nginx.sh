@@ -6,8 +6,9 @@
 # of the first two alternates between rounds (without first, then with first) so that drift
 # cancels. Per run it prints the req/s, the server's CPU time per request (utime + stime of
 # nginx's processes, and strace's under strace), the CPU that other programs on the machine
-# used meanwhile (busy time not ours: see BENCH_MAX_FOREIGN) and, with wedjat, the
-# connection records and drops in its logs (the worker is a forked child with its own log:
+# used meanwhile (busy time not ours: see BENCH_MAX_FOREIGN) and, with wedjat, the CPU time
+# of wedjat's own thread per request (schedstat: the steadiest of these numbers on a noisy VM),
+# the connection records and drops in its logs (the worker is a forked child with its own log:
 # all of the run's logs are summed); then the medians, with/without and strace/without.
 #   scripts/bench/nginx.sh [LIBDIR]     (default: build the libraries into a temp dir)
 # Exit status 1 when the median req/s with wedjat / without is below BENCH_TARGET, else 0.
@@ -117,8 +118,17 @@ elif sys.argv[1] == "snap":
         i += 1
     u = sum(times(p)[0] for p in tree)
     s = sum(times(p)[1] for p in tree)
+    # wedjat's own thread (named "wedjat"): its CPU time in ns, from schedstat
+    agent = 0
+    for p in tree:
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                if open(f"/proc/{p}/task/{t}/comm").read().strip() == "wedjat":
+                    agent += int(open(f"/proc/{p}/task/{t}/schedstat").read().split()[0])
+        except (OSError, ValueError):
+            pass
     f = open("/proc/stat").readline().split()
-    print(sum(int(f[i]) for i in (1, 2, 3, 6, 7)), u, s)
+    print(sum(int(f[i]) for i in (1, 2, 3, 6, 7)), u, s, agent)
 else:
     d = sys.argv[2]
     records = drops = ends = files = 0
@@ -211,11 +221,12 @@ measure() {
         rm -rf "$logs"
     fi
     line=$(echo "$mode $n $rps $reqs $a $b $wrk_u $extra" | awk -v secs="$secs" '{
-        # fields: mode n rps reqs  U0 u0 s0  U1 u1 s1  wrk_u  records drops unended
-        cpu_us = (($9 - $6) + ($10 - $7)) * 10000 / $4
-        foreign = (($8 - $5) - ($9 - $6) - ($10 - $7) - $11) / secs
+        # fields: mode n rps reqs  U0 u0 s0 a0  U1 u1 s1 a1  wrk_u  records drops unended
+        cpu_us = (($10 - $6) + ($11 - $7)) * 10000 / $4
+        agent_us = ($12 - $8) / 1000 / $4
+        foreign = (($9 - $5) - ($10 - $6) - ($11 - $7) - $13) / secs
         if (foreign < 0) foreign = 0
-        printf "%s %s %.0f %s %.2f %.0f %s %s %s\n", $1, $2, $3, $4, cpu_us, foreign, $12, $13, $14 }')
+        printf "%s %s %.0f %s %.2f %.0f %s %s %s %.3f\n", $1, $2, $3, $4, cpu_us, foreign, $14, $15, $16, agent_us }')
 }
 
 # run MODE N: measure, again while other programs took more than max_foreign % of a CPU.
@@ -229,8 +240,8 @@ run() {
     echo "$line $attempt" >> "$work/results"
     echo "$line $attempt" | awk '{
         printf "  run %s %-8s %8.0f req/s  %5.2f us CPU/request  others %3d%% CPU%s%s\n", $2, $1, $3, $5, $6,
-            ($10 > 1 ? " (attempt " $10 ")" : ""),
-            ($7 == "-" ? "" : "  records " $7 ", drops " $8 ", logs without process_end " $9) }'
+            ($11 > 1 ? " (attempt " $11 ")" : ""),
+            ($7 == "-" ? "" : "  records " $7 ", drops " $8 ", logs without process_end " $9 ", wedjat thread " $10 " us/request") }'
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); $(nginx -v 2>&1 | sed 's/.*: //'), wrk $(wrk -v 2>&1 | head -1 | awk '{ print $2 }')"
@@ -257,14 +268,15 @@ print()
 print("| run | " + " | ".join(f"{names[m]} (req/s)" for m in modes) + " | " + " | ".join(f"{names[m]} (CPU us/req)" for m in modes) + " |")
 print("|---" * (1 + 2 * len(modes)) + "|")
 for n in sorted({r[1] for r in rows}, key=int):
-    cells = [f"{float(by[(m, n)][2]):.0f}" + ("*" if by[(m, n)][9] == "3" and float(by[(m, n)][5]) > float(sys.argv[3]) else "") if (m, n) in by else "-" for m in modes]
+    cells = [f"{float(by[(m, n)][2]):.0f}" + ("*" if by[(m, n)][10] == "3" and float(by[(m, n)][5]) > float(sys.argv[3]) else "") if (m, n) in by else "-" for m in modes]
     cells += [f"{float(by[(m, n)][4]):.2f}" if (m, n) in by else "-" for m in modes]
     print(f"| {n} | " + " | ".join(cells) + " |")
 print("| median | " + " | ".join(f"{rps[m]:.0f}" for m in modes) + " | " + " | ".join(f"{cpu[m]:.2f}" for m in modes) + " |")
 print()
 ratio = rps["with"] / rps["without"]
 print(f"nginx req/s with/without: {ratio:.3f} (target >= {target}): {'OK' if ratio >= target else 'BELOW TARGET'}")
-print(f"nginx CPU per request with/without: {cpu['with'] / cpu['without']:.3f}")
+print(f"nginx CPU per request with/without: {cpu['with'] / cpu['without']:.3f}; of it wedjat's thread:"
+      f" {statistics.median(float(r[9]) for r in rows if r[0] == 'with'):.3f} us per request (median)")
 if "strace" in rps:
     print(f"nginx req/s strace -f/without: {rps['strace'] / rps['without']:.3f}; CPU per request: {cpu['strace'] / cpu['without']:.2f}x")
 recs = [int(r[6]) for r in rows if r[0] == "with"]
@@ -273,8 +285,8 @@ unended = sum(int(r[8]) for r in rows if r[0] == "with")
 print(f"wedjat logs: {min(recs)}..{max(recs)} connection records per run; drops (events + records + untracked)"
       f" in all runs: {drops}; logs without process_end: {unended}")
 max_foreign = float(sys.argv[3])
-disturbed = [f"{r[0]} {r[1]}" for r in rows if r[9] == "3" and float(r[5]) > max_foreign]
-retried = sum(int(r[9]) - 1 for r in rows)
+disturbed = [f"{r[0]} {r[1]}" for r in rows if r[10] == "3" and float(r[5]) > max_foreign]
+retried = sum(int(r[10]) - 1 for r in rows)
 print(f"runs repeated because other programs used more than {max_foreign:.0f}% of a CPU meanwhile: {retried}" +
       (f"; still disturbed after 3 attempts: {', '.join(disturbed)}" if disturbed else ""))
 sys.exit(0 if ratio >= target else 1)
