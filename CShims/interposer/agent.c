@@ -126,6 +126,12 @@ static int ensure_agent_library(void) {
     wj_agent_init_fn init = (wj_agent_init_fn)dlsym(handle, WJ_AGENT_INIT_SYMBOL);
     agent_api.version = WJ_AGENT_API_VERSION;
     agent_api.size = sizeof agent_api;
+    agent_api.process_size = sizeof(wj_process);
+    agent_api.config_size = sizeof(wj_config);
+    agent_api.logfile_size = sizeof(wj_logfile);
+    agent_api.event_size = sizeof(wj_event);
+    agent_api.payload_size = sizeof(wj_payload);
+    agent_api.dns_size = sizeof(wj_dns_event);
     agent_api.proc = &wj_proc;
     agent_api.errno_name = wj_errno_name;
     agent_api.conn_snapshot = wj_conn_snapshot;

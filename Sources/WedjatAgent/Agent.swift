@@ -14,7 +14,13 @@ nonisolated(unsafe) private var unretainedAggregator: Unmanaged<Aggregator>?
 @_cdecl("wedjat_agent_init")
 public func wedjatAgentInit(_ given: UnsafePointer<wj_agent_api>?, _ ops: UnsafeMutablePointer<wj_agent_ops>?) -> Int32 {
     guard let given, let ops, given.pointee.version == UInt32(WJ_AGENT_API_VERSION),
-          given.pointee.size == UInt32(MemoryLayout<wj_agent_api>.size) else { return -1 }
+          given.pointee.size == UInt32(MemoryLayout<wj_agent_api>.size),
+          given.pointee.process_size == UInt32(MemoryLayout<wj_process>.stride),
+          given.pointee.config_size == UInt32(MemoryLayout<wj_config>.stride),
+          given.pointee.logfile_size == UInt32(MemoryLayout<wj_logfile>.stride),
+          given.pointee.event_size == UInt32(MemoryLayout<wj_event>.stride),
+          given.pointee.payload_size == UInt32(MemoryLayout<wj_payload>.stride),
+          given.pointee.dns_size == UInt32(MemoryLayout<wj_dns_event>.stride) else { return -1 }
     api = given
     ops.pointee.handle = { ev in if let ev { current().handle(ev.pointee) } }
     ops.pointee.handle_dns = { ev in if let ev { current().handleDNS(ev.pointee) } }

@@ -37,7 +37,7 @@ for src in "$here"/fixtures/*.c; do
     extra=()
     case $name in *_static) extra=(-static) ;; esac
     if ! gcc -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -pthread "${extra[@]}" \
-            -o "$fixtures/$name" "$src" 2>"$work/gcc-$name.log"; then
+            -I "$here/../../CShims/common/include" -o "$fixtures/$name" "$src" -ldl 2>"$work/gcc-$name.log"; then
         echo "FAIL build fixture $name:"
         sed 's/^/    /' "$work/gcc-$name.log"
         echo "integration: 0 passed, 1 failed, 0 skipped"

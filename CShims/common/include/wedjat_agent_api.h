@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define WJ_AGENT_API_VERSION 4  // 4: wj_config.sample_ms (wj_process layout)
+#define WJ_AGENT_API_VERSION 5  // 5: the structure sizes below
 
 enum {
     WJ_END_NONE = 0,
@@ -48,6 +48,10 @@ typedef struct wj_process {
 typedef struct wj_agent_api {
     uint32_t version;
     uint32_t size;
+    // The sizes of what the two libraries share, as libwedjat.so was built: an agent built
+    // from other headers (a stale build next to a new one) refuses them instead of reading
+    // fields at the wrong offsets.
+    uint32_t process_size, config_size, logfile_size, event_size, payload_size, dns_size;
     wj_process *proc;
     const char *(*errno_name)(int err);
     // Counters and phase times of a still-open connection, as a close event would carry
