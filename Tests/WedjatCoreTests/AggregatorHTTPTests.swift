@@ -69,6 +69,16 @@ final class AggregatorHTTPTests: XCTestCase {
         } while off < bytes.count
     }
 
+    // One request in (at `at`) and its response out (`after` ns later) on server connection
+    // `id`; offsets are the connection's stream positions, advanced past the bytes.
+    private func serverExchange(_ agg: Aggregator, _ id: UInt64, _ req: String, _ resp: String, at: UInt64,
+                                after: UInt64, inOff: inout UInt64, outOff: inout UInt64) {
+        payload(agg, id, out: false, offset: inOff, req, at: at)
+        inOff += UInt64(req.utf8.count)
+        payload(agg, id, out: true, offset: outOff, resp, at: at + after)
+        outOff += UInt64(resp.utf8.count)
+    }
+
     func testClientExchangeBecomesAnHTTPRecordAndCountsOnTheConnection() {
         let agg = makeAggregator()
         agg.handle(open(1, at: 1_001_000_000))
@@ -159,12 +169,8 @@ final class AggregatorHTTPTests: XCTestCase {
         var inOff: UInt64 = 0, outOff: UInt64 = 0
         for i in 0..<50 {
             let t = 1_002_000_000 + UInt64(i) * 1_000_000   // 50 requests in 50 ms
-            let req = "GET /r/\(i) HTTP/1.1\r\nHost: h\r\n\r\n"
-            payload(agg, 4, out: false, offset: inOff, req, at: t)
-            inOff += UInt64(req.utf8.count)
-            let resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-            payload(agg, 4, out: true, offset: outOff, resp, at: t + 400_000)
-            outOff += UInt64(resp.utf8.count)
+            serverExchange(agg, 4, "GET /r/\(i) HTTP/1.1\r\nHost: h\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+                           at: t, after: 400_000, inOff: &inOff, outOff: &outOff)
         }
         agg.handle(close(4, at: 1_100_000_000))
         agg.flush(final: true, endMono: 1_200_000_000, tid: 1, openCounters: { _, _ in nil })
@@ -189,12 +195,9 @@ final class AggregatorHTTPTests: XCTestCase {
         var inOff: UInt64 = 0, outOff: UInt64 = 0
         var t: UInt64 = 1_002_000_000
         func exchange(_ method: String, _ host: String, _ status: Int) {
-            let req = "\(method) /x HTTP/1.1\r\nHost: \(host)\r\n\r\n"
-            payload(agg, 5, out: false, offset: inOff, req, at: t)
-            inOff += UInt64(req.utf8.count)
-            let resp = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\n\r\n"
-            payload(agg, 5, out: true, offset: outOff, resp, at: t + 100_000)
-            outOff += UInt64(resp.utf8.count)
+            serverExchange(agg, 5, "\(method) /x HTTP/1.1\r\nHost: \(host)\r\n\r\n",
+                           "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\n\r\n", at: t, after: 100_000,
+                           inOff: &inOff, outOff: &outOff)
             t += 1_000_000
         }
         for _ in 0..<10 { exchange("GET", "a", 200) }        // the burst: records
