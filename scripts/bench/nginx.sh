@@ -275,6 +275,10 @@ print("| median | " + " | ".join(f"{rps[m]:.0f}" for m in modes) + " | " + " | "
 print()
 ratio = rps["with"] / rps["without"]
 print(f"nginx req/s with/without: {ratio:.3f} (target >= {target}): {'OK' if ratio >= target else 'BELOW TARGET'}")
+# The same per round (the two runs of a round are back to back): how far the noise reaches.
+paired = sorted(float(by[("with", n)][2]) / float(by[("without", n)][2])
+                for n in sorted({r[1] for r in rows}, key=int) if ("with", n) in by and ("without", n) in by)
+print("  per round: " + ", ".join(f"{x:.3f}" for x in paired) + f" (median {statistics.median(paired):.3f})")
 print(f"nginx CPU per request with/without: {cpu['with'] / cpu['without']:.3f}; of it wedjat's thread:"
       f" {statistics.median(float(r[9]) for r in rows if r[0] == 'with'):.3f} us per request (median)")
 if "strace" in rps:
