@@ -853,20 +853,17 @@ final class HTTP1Tests: XCTestCase {
     // A counted-only exchange (the owner's wantsDetail said no at its start) keeps what a
     // summary needs, host included, and builds neither path nor header strings.
     func testCountedOnlyExchangesKeepWhatASummaryNeeds() {
-        let s = HTTP1Stream(role: .server)
+        let w = Wire(.server)
         var asked: [UInt64] = []
-        s.wantsDetail = { mono in asked.append(mono); return mono != 20 }
+        w.s.wantsDetail = { mono in asked.append(mono); return mono != 20 }
         let req1 = "GET /a?q=1 HTTP/1.1\r\nHost: example.test\r\nUser-Agent: t\r\n\r\n"
         let req2 = "GET http://other.test/b HTTP/1.1\r\nHost: ignored\r\n\r\n"
         let resp = "HTTP/1.1 404 No\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc"
-        var inOff: UInt64 = 0, outOff: UInt64 = 0
         for (req, t) in [(req1, UInt64(10)), (req2, 20)] {
-            s.feed(.in, offset: inOff, bytes: Array(req.utf8), mono: t)
-            inOff += UInt64(req.utf8.count)
-            s.feed(.out, offset: outOff, bytes: Array(resp.utf8), mono: t + 5)
-            outOff += UInt64(resp.utf8.count)
+            w.send(.in, req, mono: t)
+            w.send(.out, resp, mono: t + 5)
         }
-        let done = s.takeCompleted()
+        let done = w.out
         XCTAssertEqual(asked, [10, 20])
         XCTAssertEqual(done.count, 2)
         XCTAssertTrue(done[0].detailed)
