@@ -182,12 +182,28 @@ public struct SummaryDistribution: Sendable, Equatable {
     public var p90: Int64
     public var p99: Int64
     public var max: Int64
-    public init(count: Int64, p50: Int64, p90: Int64, p99: Int64, max: Int64) {
-        self.count = count; self.p50 = p50; self.p90 = p90; self.p99 = p99; self.max = max
+    /// Exact counts on fixed bounds (duration only; absent in logs written before them).
+    public var buckets: BoundedCounts?
+    public init(count: Int64, p50: Int64, p90: Int64, p99: Int64, max: Int64, buckets: BoundedCounts? = nil) {
+        self.count = count; self.p50 = p50; self.p90 = p90; self.p99 = p99; self.max = max; self.buckets = buckets
     }
 }
 
-/// Exchanges past the writer's record budget, counted per (role, scheme, method, host, status).
+/// Values counted exactly between fixed bounds: `counts[i]` in (bounds[i-1], bounds[i]], the
+/// last one above the last bound; with their sum and minimum (an OpenTelemetry explicit-bucket
+/// histogram's data).
+public struct BoundedCounts: Sendable, Equatable {
+    public var bounds: [Int64]
+    public var counts: [Int64]
+    public var sum: Int64
+    public var min: Int64
+    public init(bounds: [Int64], counts: [Int64], sum: Int64, min: Int64) {
+        self.bounds = bounds; self.counts = counts; self.sum = sum; self.min = min
+    }
+}
+
+/// Exchanges past the writer's record budget, counted per (role, scheme, method, host,
+/// version, status, error).
 public struct HTTPSummaryRecord: Sendable, Equatable {
     public var ts: Int64
     public var pid: Int
@@ -196,7 +212,12 @@ public struct HTTPSummaryRecord: Sendable, Equatable {
     public var scheme: String?
     public var method: String?
     public var host: String?
+    /// The request line's version (`HTTP/1.1`); nil in logs written before it was a key.
+    public var version: String?
     public var status: Int?
+    /// The exchanges' error (`incomplete`, `desync`, `parse`); nil for those without one, and
+    /// in logs written before it was a key (then `errors` counts them).
+    public var error: String?
     public var count: Int64
     public var errors: Int64
     public var requestBytes: Int64
@@ -207,11 +228,13 @@ public struct HTTPSummaryRecord: Sendable, Equatable {
     public var ttfbUs: SummaryDistribution?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, role: String, scheme: String? = "http", method: String? = "GET",
-                host: String? = nil, status: Int? = nil, count: Int64, errors: Int64 = 0, requestBytes: Int64 = 0,
+                host: String? = nil, version: String? = nil, status: Int? = nil, error: String? = nil, count: Int64,
+                errors: Int64 = 0, requestBytes: Int64 = 0,
                 responseBytes: Int64 = 0, firstTs: Int64? = nil, lastTs: Int64? = nil,
                 durationUs: SummaryDistribution? = nil, ttfbUs: SummaryDistribution? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.role = role; self.scheme = scheme; self.method = method
-        self.host = host; self.status = status; self.count = count; self.errors = errors
+        self.host = host; self.version = version; self.status = status; self.error = error
+        self.count = count; self.errors = errors
         self.requestBytes = requestBytes; self.responseBytes = responseBytes; self.firstTs = firstTs
         self.lastTs = lastTs; self.durationUs = durationUs; self.ttfbUs = ttfbUs
     }
@@ -487,15 +510,17 @@ extension Record {
         case "http_summary":
             func distribution(_ key: String) throws(RecordDecodeError) -> SummaryDistribution? {
                 try f.object(key).map { d throws(RecordDecodeError) in
-                    SummaryDistribution(count: try d.int64("count", required: true)!, p50: try d.int64("p50", required: true)!,
-                                        p90: try d.int64("p90", required: true)!, p99: try d.int64("p99", required: true)!,
-                                        max: try d.int64("max", required: true)!)
+                    let count = try d.int64("count", required: true)!
+                    return SummaryDistribution(count: count, p50: try d.int64("p50", required: true)!,
+                                               p90: try d.int64("p90", required: true)!, p99: try d.int64("p99", required: true)!,
+                                               max: try d.int64("max", required: true)!, buckets: try boundedCounts(d, count: count))
                 }
             }
             return .httpSummary(HTTPSummaryRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), role: try f.string("role", required: true)!,
                 scheme: try f.string("scheme"), method: try f.string("method"), host: try f.string("host"),
-                status: try f.int("status"), count: try f.int64("count", required: true)!,
+                version: try f.string("version"), status: try f.int("status"), error: try f.string("error"),
+                count: try f.int64("count", required: true)!,
                 errors: try f.int64("errors") ?? 0, requestBytes: try f.int64("request_bytes") ?? 0,
                 responseBytes: try f.int64("response_bytes") ?? 0, firstTs: try f.int64("first_ts"),
                 lastTs: try f.int64("last_ts"), durationUs: try distribution("duration_us"),
@@ -597,6 +622,26 @@ extension Record {
 }
 
 /// Typed access to one object of a parsed line (`JSONDocument`). `null` and absent are the same (nil).
+/// `bounds` and `buckets` of a summary distribution, with its `sum` and `min`: all or none.
+/// Bounds strictly increasing, one bucket more than bounds, counts adding up to `count`.
+private func boundedCounts(_ d: Fields, count: Int64) throws(RecordDecodeError) -> BoundedCounts? {
+    guard let bounds = try d.int64s("bounds") else {
+        try d.check(try d.int64s("buckets") == nil, "buckets", "absent without bounds")
+        return nil
+    }
+    try d.check(zip(bounds, bounds.dropFirst()).allSatisfy { $0 < $1 }, "bounds", "strictly increasing integers")
+    guard let counts = try d.int64s("buckets") else { throw d.bad("buckets", "an array of integers next to bounds") }
+    try d.check(counts.count == bounds.count + 1, "buckets", "\(bounds.count + 1) counts (one more than bounds)")
+    try d.check(counts.allSatisfy { $0 >= 0 }, "buckets", "counts of 0 or more")
+    let (total, overflow) = counts.reduce((Int64(0), false)) { acc, c in
+        let (s, o) = acc.0.addingReportingOverflow(c)
+        return (s, acc.1 || o)
+    }
+    try d.check(!overflow && total == count, "buckets", "counts adding up to count (\(count))")
+    return BoundedCounts(bounds: bounds, counts: counts, sum: try d.int64("sum", required: true)!,
+                         min: try d.int64("min", required: true)!)
+}
+
 struct Fields {
     let doc: JSONDocument
     /// The object's node in `doc`.
@@ -609,8 +654,13 @@ struct Fields {
         self.doc = doc; self.node = node; self.type = type; self.prefix = prefix
     }
 
-    private func bad(_ key: String, _ expected: String) -> RecordDecodeError {
+    func bad(_ key: String, _ expected: String) -> RecordDecodeError {
         .badField(type: type, field: prefix + key, expected: expected)
+    }
+
+    /// A rule across fields: `key` is blamed when it does not hold.
+    func check(_ ok: Bool, _ key: String, _ expected: String) throws(RecordDecodeError) {
+        if !ok { throw bad(key, expected) }
     }
 
     /// The value's node, nil when absent or null.
@@ -680,6 +730,17 @@ struct Fields {
         for e in doc.elements(v) {
             guard let s = doc.string(e) else { throw bad(key, "an array of strings") }
             out.append(s)
+        }
+        return out
+    }
+
+    func int64s(_ key: String) throws(RecordDecodeError) -> [Int64]? {
+        guard let v = try raw(key, required: false, expected: "an array of integers") else { return nil }
+        guard doc.kind(v) == .array else { throw bad(key, "an array of integers") }
+        var out: [Int64] = []
+        for e in doc.elements(v) {
+            guard let n = doc.int64(e) else { throw bad(key, "an array of integers") }
+            out.append(n)
         }
         return out
     }

@@ -280,7 +280,9 @@ public final class Aggregator {
             line.field("scheme", key.scheme)
             line.field("method", key.method)
             line.field("host", key.host)
+            line.field("version", key.version)
             line.field("status", key.status)
+            line.field("error", key.error)
             line.field("count", e.count)
             line.field("errors", e.errors)
             line.field("request_bytes", e.requestBytes)
@@ -296,10 +298,24 @@ public final class Aggregator {
                 line.field("p90", h.quantile(0.9))
                 line.field("p99", h.quantile(0.99))
                 line.field("max", h.max)
+                if name == "duration_us" {
+                    let b = e.durationBuckets
+                    line.field("min", b.min)
+                    line.field("sum", b.sum)
+                    numbers("bounds", BoundedCounts.boundsUs)
+                    numbers("buckets", b.counts)
+                }
                 line.endObject()
             }
             finishRecord("http_summary")
         }
+    }
+
+    private func numbers(_ key: StaticString, _ values: [UInt64]) {
+        line.key(key)
+        line.beginArray()
+        for v in values { line.value(v) }
+        line.endArray()
     }
 
     // "type":count pairs of what this aggregator wrote, for process_end.
@@ -393,11 +409,12 @@ public final class Aggregator {
     private func summarySlot(_ ex: HTTPExchange, conn: OpenConnection, tls: Bool) -> Int {
         let scheme = tls ? "https" : "http", host = ex.host ?? conn.host?.name
         let role = conn.event.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client"
-        if conn.summaryEpoch == summaryEpoch, let k = conn.summaryKey, k.status == ex.status,
-           k.method == ex.method, k.host == host, k.scheme == scheme, k.role == role {
+        if conn.summaryEpoch == summaryEpoch, let k = conn.summaryKey, k.status == ex.status, k.error == ex.error,
+           k.method == ex.method, k.host == host, k.version == ex.version, k.scheme == scheme, k.role == role {
             return conn.summaryIndex
         }
-        let key = HTTPSummaryKey(role: role, scheme: scheme, method: ex.method, host: host, status: ex.status)
+        let key = HTTPSummaryKey(role: role, scheme: scheme, method: ex.method, host: host, version: ex.version,
+                                 status: ex.status, error: ex.error)
         let index: Int
         if let found = summaryIndex[key] {
             index = found

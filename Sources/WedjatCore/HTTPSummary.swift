@@ -1,6 +1,7 @@
 // HTTP exchanges past the per-second record budget are not written one by one: they are
-// counted here, by (role, scheme, method, host, status), and written as `http_summary`
-// records, so a server doing 40,000 requests a second keeps a bounded log and loses no count.
+// counted here, by (role, scheme, method, host, version, status, error), and written as
+// `http_summary` records, so a server doing 40,000 requests a second keeps a bounded log and
+// loses no count.
 
 // Log-linear histogram of microseconds: 16 sub-buckets per power of two (about 6% error),
 // fixed size, no allocation after creation.
@@ -45,12 +46,37 @@ public struct DurationHistogram {
     }
 }
 
+/// Exact counts on fixed bounds, with the sum and the minimum: what an OpenTelemetry explicit-
+/// bucket histogram holds, so that the exporter can add summarized exchanges to its histograms
+/// (the log-linear histogram's quantiles cannot be split into buckets). The bounds are
+/// OpenTelemetry's for `http.*.request.duration` (5 ms to 10 s), in microseconds; they travel
+/// in the record, so a reader never has to assume them.
+public struct BoundedCounts {
+    public static let boundsUs: [UInt64] = [5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 250_000, 500_000,
+                                            750_000, 1_000_000, 2_500_000, 5_000_000, 7_500_000, 10_000_000]
+    public private(set) var counts = [UInt64](repeating: 0, count: BoundedCounts.boundsUs.count + 1)
+    public private(set) var sum: UInt64 = 0
+    public private(set) var min: UInt64 = .max
+    public init() {}
+
+    /// Bucket i holds (bound[i-1], bound[i]]: upper bounds inclusive, as OpenTelemetry says.
+    public mutating func record(_ us: UInt64) {
+        var i = 0
+        while i < BoundedCounts.boundsUs.count, us > BoundedCounts.boundsUs[i] { i += 1 }
+        counts[i] += 1
+        sum &+= us
+        if us < min { min = us }
+    }
+}
+
 public struct HTTPSummaryKey: Hashable {
     public var role: String
     public var scheme: String
     public var method: String
     public var host: String?
+    public var version: String
     public var status: Int?
+    public var error: String?
 }
 
 public struct HTTPSummaryEntry {
@@ -59,6 +85,7 @@ public struct HTTPSummaryEntry {
     public var requestBytes: UInt64 = 0
     public var responseBytes: UInt64 = 0
     public var duration = DurationHistogram()
+    public var durationBuckets = BoundedCounts()
     public var ttfb = DurationHistogram()
     public var firstMono: UInt64 = .max
     public var lastMono: UInt64 = 0
@@ -72,7 +99,10 @@ public struct HTTPSummaryEntry {
         if failed { errors += 1 }
         self.requestBytes += requestBytes
         self.responseBytes += responseBytes
-        if let durationUs { duration.record(durationUs) }
+        if let durationUs {
+            duration.record(durationUs)
+            durationBuckets.record(durationUs)
+        }
         if let ttfbUs { ttfb.record(ttfbUs) }
         firstMono = Swift.min(firstMono, endMono)
         lastMono = Swift.max(lastMono, endMono)

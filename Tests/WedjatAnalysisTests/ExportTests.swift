@@ -151,7 +151,8 @@ final class ExportTests: XCTestCase {
 
     /// Exchanges only counted in http_summary records: a warning naming every export they are
     /// missing from and why, the HAR's `log.comment` (client side only: HAR's view) and the
-    /// trace's `otherData`; no HAR entry, span or histogram count of theirs.
+    /// trace's `otherData`; no HAR entry or span of theirs, and (summaries without bucket
+    /// counts, as older wedjat wrote them) no histogram count either.
     func testSummarizedExchangesAreSaidNotSilent() throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -166,8 +167,8 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(i.summarizedClientExchanges, 40)
         XCTAssertEqual(i.summarizedWarning,
                        "42 HTTP exchanges were only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second):"
-                       + " they have no HAR entry, trace slice or span, and are not in the OTLP duration histograms"
-                       + " (a summary holds only quantiles of its durations, which cannot be put into buckets);"
+                       + " they have no HAR entry, trace slice or span; they are not in the OTLP duration histograms"
+                       + " (no duration, or a summary without bucket counts, from an older wedjat);"
                        + " `wedjat report` counts them. Raise WEDJAT_HTTP_RECORDS to record every exchange")
         let har = try XCTUnwrap(try json(HARExport.render(i).text)["log"] as? [String: Any])
         XCTAssertEqual((har["entries"] as? [Any])?.count, 1)
@@ -184,6 +185,48 @@ final class ExportTests: XCTestCase {
         let fixtureHAR = try XCTUnwrap(try json(HARExport.render(try input()).text)["log"] as? [String: Any])
         XCTAssertEqual(fixtureHAR["comment"] as? String,
                        "3 server-side exchanges left out of the HAR (a client's view; they are in the trace and OTLP exports).")
+    }
+
+    /// Summaries with exact bucket counts go into the OTLP histograms: on the data point of
+    /// the records with the same attributes (counts, sum, min, max added), or a point of their
+    /// own; one whose bounds differ from the histograms' stays out, and the warning says which.
+    func testOTLPHistogramsTakeSummarizedExchangesFromTheirBucketCounts() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let bounds = "[5000,10000,25000,50000,75000,100000,250000,500000,750000,1000000,2500000,5000000,7500000,10000000]"
+        try dir.write("s.1.1.ndjson", Line.start(pid: 1, ts: 1000, exe: "/s") + """
+            {"type":"http","ts":9000,"pid":1,"conn_id":1,"role":"server","method":"GET","host":"me:80","path":"/","version":"HTTP/1.1","status":200,"request_index":0,"request_start_ts":5000,"request_end_ts":5100,"response_start_ts":8000,"response_end_ts":9000,"headers":{}}
+            {"type":"http_summary","ts":20000,"pid":1,"role":"server","scheme":"http","method":"GET","host":"me:80","version":"HTTP/1.1","status":200,"error":null,"count":5,"errors":0,"duration_us":{"count":5,"p50":3000,"p90":40000,"p99":40000,"max":40000,"min":2000,"sum":52000,"bounds":\(bounds),"buckets":[3,0,0,2,0,0,0,0,0,0,0,0,0,0,0]}}
+            {"type":"http_summary","ts":20000,"pid":1,"role":"server","scheme":"http","method":"GET","host":"me:80","version":"HTTP/1.1","status":503,"error":null,"count":2,"errors":0,"duration_us":{"count":2,"p50":30,"p90":30,"p99":30,"max":30,"min":20,"sum":50,"bounds":\(bounds),"buckets":[2,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}
+            {"type":"http_summary","ts":20000,"pid":1,"role":"server","scheme":"http","method":"GET","host":"me:80","version":"HTTP/1.1","status":200,"error":null,"count":4,"errors":0,"duration_us":{"count":4,"p50":30,"p90":30,"p99":30,"max":30,"min":20,"sum":100,"bounds":[1000],"buckets":[4,0]}}
+
+            """ + Line.end(pid: 1, ts: 30000))
+        let i = try input(dir.path)
+        XCTAssertEqual(i.summarizedExchanges, 11)
+        XCTAssertEqual(i.summarizedInHistograms, 7)
+        XCTAssertEqual(i.summarizedWarning,
+                       "11 HTTP exchanges were only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second):"
+                       + " they have no HAR entry, trace slice or span; 7 of them are in the OTLP duration histograms, 4 are not"
+                       + " (no duration, or a summary without bucket counts, from an older wedjat);"
+                       + " `wedjat report` counts them. Raise WEDJAT_HTTP_RECORDS to record every exchange")
+        let metrics = try json(OTLPExport.metrics(i).text)
+        let points = try XCTUnwrap(((((metrics["resourceMetrics"] as? [[String: Any]])?.first?["scopeMetrics"] as? [[String: Any]])?
+            .first?["metrics"] as? [[String: Any]])?.first?["histogram"] as? [String: Any])?["dataPoints"] as? [[String: Any]])
+        func status(_ p: [String: Any]) -> Int? {
+            ((p["attributes"] as? [[String: Any]])?.first { $0["key"] as? String == "http.response.status_code" }?["value"]
+                as? [String: Any])?["intValue"].flatMap { Int("\($0)") }
+        }
+        XCTAssertEqual(points.map(status), [200, 503])
+        // The record (4 ms, bucket 0) and the first summary share a point.
+        XCTAssertEqual(points[0]["count"] as? String, "6")
+        XCTAssertEqual((points[0]["bucketCounts"] as? [String])?.compactMap { Int($0) }, [4, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        XCTAssertEqual((points[0]["sum"] as? NSNumber)?.doubleValue ?? 0, 0.056, accuracy: 1e-12)
+        XCTAssertEqual((points[0]["min"] as? NSNumber)?.doubleValue, 0.002)
+        XCTAssertEqual((points[0]["max"] as? NSNumber)?.doubleValue, 0.04)
+        XCTAssertEqual(points[1]["count"] as? String, "2")
+        XCTAssertEqual((points[1]["sum"] as? NSNumber)?.doubleValue ?? 0, 0.00005, accuracy: 1e-12)
+        let errorType = (points[1]["attributes"] as? [[String: Any]])?.first { $0["key"] as? String == "error.type" }
+        XCTAssertEqual((errorType?["value"] as? [String: Any])?["stringValue"] as? String, "503")
     }
 
     func testHAREarlyResponseEndsTheSending() throws {

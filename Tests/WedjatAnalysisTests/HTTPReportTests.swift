@@ -85,6 +85,51 @@ final class HTTPReportTests: XCTestCase {
         XCTAssertNil(e.ttfbUs)
     }
 
+    func testDecodeHTTPSummaryKeyAndBucketCounts() throws {
+        let r = try decode(#"""
+            {"type":"http_summary","ts":5,"pid":1,"role":"client","method":"GET","host":"h","version":"HTTP/1.0",
+             "status":null,"error":"incomplete","count":3,"errors":3,
+             "duration_us":{"count":2,"p50":7000,"p90":7000,"p99":7000,"max":7000,"min":4000,"sum":11000,
+                            "bounds":[5000,10000],"buckets":[1,1,0]},"ttfb_us":null}
+            """#)
+        guard case .httpSummary(let s) = r else { return XCTFail("not http_summary") }
+        XCTAssertEqual(s.version, "HTTP/1.0")
+        XCTAssertEqual(s.error, "incomplete")
+        XCTAssertNil(s.status)
+        XCTAssertEqual(s.durationUs?.buckets, BoundedCounts(bounds: [5000, 10000], counts: [1, 1, 0], sum: 11000, min: 4000))
+    }
+
+    /// Bucket counts that contradict themselves reject the record, naming the rule.
+    func testBadSummaryBucketsNameTheRule() throws {
+        func summary(_ duration: String) -> String {
+            #"{"type":"http_summary","ts":120,"pid":1,"role":"client","count":2,"duration_us":{"count":2,"p50":1,"p90":1,"p99":1,"max":1,"min":1,"sum":2,"#
+                + duration + "}}"
+        }
+        let r = try read([
+            summary(#""bounds":[5,10],"buckets":[1,1,0]"#),             // good
+            summary(#""bounds":[5,10],"buckets":[1,0,0]"#),             // adds up to 1, not 2
+            summary(#""bounds":[5,10],"buckets":[2,0]"#),               // one too few
+            summary(#""bounds":[10,5],"buckets":[2,0,0]"#),             // bounds decreasing
+            summary(#""bounds":[5,10],"buckets":[3,-1,0]"#),            // negative
+            summary(#""buckets":[2,0,0]"#),                             // buckets without bounds
+            summary(#""bounds":[5,10]"#),                               // bounds without buckets
+            summary(#""bounds":[5,"10"],"buckets":[2,0,0]"#),           // not integers
+            #"{"type":"http_summary","ts":120,"pid":1,"role":"client","count":2,"duration_us":{"count":2,"p50":1,"p90":1,"p99":1,"max":1,"bounds":[5],"buckets":[2,0]}}"#,
+        ].joined(separator: "\n") + "\n")
+        let f = r.file
+        XCTAssertEqual(r.warnings, [
+            "\(f):3: http_summary: field \"duration_us.buckets\" must be counts adding up to count (2); record skipped",
+            "\(f):4: http_summary: field \"duration_us.buckets\" must be 3 counts (one more than bounds); record skipped",
+            "\(f):5: http_summary: field \"duration_us.bounds\" must be strictly increasing integers; record skipped",
+            "\(f):6: http_summary: field \"duration_us.buckets\" must be counts of 0 or more; record skipped",
+            "\(f):7: http_summary: field \"duration_us.buckets\" must be absent without bounds; record skipped",
+            "\(f):8: http_summary: field \"duration_us.buckets\" must be an array of integers next to bounds; record skipped",
+            "\(f):9: http_summary: field \"duration_us.bounds\" must be an array of integers; record skipped",
+            "\(f):10: http_summary: field \"duration_us.sum\" must be an integer; record skipped",
+        ])
+        XCTAssertEqual(r.records.filter { if case .httpSummary = $0 { return true } else { return false } }.count, 1)
+    }
+
     func testDecodeNewConnectionFieldsAndProcessEnd() throws {
         let c = try decode(#"""
             {"type":"connection","ts":10,"pid":1,"conn_id":1,"transport":"tcp","role":"client","peer":"127.0.0.1:8443",

@@ -194,8 +194,8 @@ final class AggregatorHTTPTests: XCTestCase {
         agg.handle(open(5, role: Int(WJ_ROLE_SERVER), at: 1_001_000_000))
         var inOff: UInt64 = 0, outOff: UInt64 = 0
         var t: UInt64 = 1_002_000_000
-        func exchange(_ method: String, _ host: String, _ status: Int) {
-            serverExchange(agg, 5, "\(method) /x HTTP/1.1\r\nHost: \(host)\r\n\r\n",
+        func exchange(_ method: String, _ host: String, _ status: Int, version: String = "1.1") {
+            serverExchange(agg, 5, "\(method) /x HTTP/\(version)\r\nHost: \(host)\r\n\r\n",
                            "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\n\r\n", at: t, after: 100_000,
                            inOff: &inOff, outOff: &outOff)
             t += 1_000_000
@@ -211,13 +211,36 @@ final class AggregatorHTTPTests: XCTestCase {
         t += 11_000_000_000
         agg.flush(final: false, endMono: t, tid: 1, openCounters: { _, _ in nil })
         for _ in 0..<12 { exchange("GET", "a", 200) }     // 10 records again (the budget refilled), 2 counted
-        agg.handle(close(5, at: t))
-        agg.flush(final: true, endMono: t + 1, tid: 1, openCounters: { _, _ in nil })
+        exchange("GET", "a", 200, version: "1.0")
+        // A request the connection's end cuts short: counted with its error.
+        payload(agg, 5, out: false, offset: inOff, "GET /x HTTP/1.1\r\nHost: a\r\n\r\n", at: t)
+        agg.handle(close(5, at: t + 1000))
+        agg.flush(final: true, endMono: t + 2000, tid: 1, openCounters: { _, _ in nil })
         let summaries = lines.filter { $0["type"] as? String == "http_summary" }
-        let counts = summaries.map { "\($0["method"]!) \($0["host"]!) \($0["status"]!) \($0["count"]!)" }
-        XCTAssertEqual(counts, ["GET a 200 4", "GET a 404 2", "POST a 200 1", "GET b 200 4", "GET a 200 2"])
+        let counts = summaries.map {
+            "\($0["method"]!) \($0["host"]!) \($0["version"]!) \($0["status"]!) \($0["error"]!) \($0["count"]!)"
+        }
+        XCTAssertEqual(counts, ["GET a HTTP/1.1 200 <null> 4", "GET a HTTP/1.1 404 <null> 2", "POST a HTTP/1.1 200 <null> 1",
+                                "GET b HTTP/1.1 200 <null> 4", "GET a HTTP/1.1 200 <null> 2", "GET a HTTP/1.0 200 <null> 1",
+                                "GET a HTTP/1.1 <null> incomplete 1"])
+        XCTAssertEqual(summaries.map { $0["errors"] as? Int }, [0, 0, 0, 0, 0, 0, 1])
         XCTAssertEqual(lines.filter { $0["type"] as? String == "http" }.count, 20)
-        XCTAssertEqual(lines.first { $0["type"] as? String == "connection" }?["http_requests"] as? Int, 33)
+        XCTAssertEqual(lines.first { $0["type"] as? String == "connection" }?["http_requests"] as? Int, 35)
+        // Every exchange took 100 us: all in the first bucket (up to 5 ms), summed exactly.
+        let first = summaries[0]["duration_us"] as? [String: Any]
+        XCTAssertEqual(first?["bounds"] as? [Int], BoundedCounts.boundsUs.map { Int($0) })
+        XCTAssertEqual(first?["buckets"] as? [Int], [4] + Array(repeating: 0, count: 14))
+        XCTAssertEqual(first?["sum"] as? Int, 400)
+        XCTAssertEqual(first?["min"] as? Int, 100)
+    }
+
+    func testBoundedCountsPutEachValueUnderItsInclusiveUpperBound() {
+        var b = BoundedCounts()
+        for us: UInt64 in [0, 5_000, 5_001, 10_000, 74_999, 75_000, 75_001, 10_000_000, 10_000_001, 90_000_000] { b.record(us) }
+        XCTAssertEqual(b.counts, [2, 2, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 1, 2])
+        XCTAssertEqual(b.sum, 0 + 5_000 + 5_001 + 10_000 + 74_999 + 75_000 + 75_001 + 10_000_000 + 10_000_001 + 90_000_000)
+        XCTAssertEqual(b.min, 0)
+        XCTAssertEqual(b.counts.count, BoundedCounts.boundsUs.count + 1)
     }
 
     func testHistogramQuantilesWithinItsPrecision() {

@@ -33,12 +33,7 @@ extension HTTPRecord {
 
     /// The server's name and port: from the logged host, the port from it, else (client) the
     /// peer's, else the scheme's default.
-    var server: (address: String?, port: Int?) {
-        let authority = host.map(AddressParts.split)
-        let port = authority?.port ?? (role == "client" ? peer.flatMap { AddressParts.split($0).port } : nil)
-            ?? (schemeOrHTTP == "https" ? 443 : 80)
-        return (authority?.host ?? (role == "client" ? peer.map { AddressParts.split($0).host } : nil), port)
-    }
+    var server: (address: String?, port: Int?) { ExportHTTP.server(host: host, peer: peer, role: role, scheme: schemeOrHTTP) }
 
     /// A logged header (`request.content-type`, ...).
     func header(_ name: String) -> String? { headers[name] }
@@ -46,6 +41,18 @@ extension HTTPRecord {
     /// The end as known: the response's last byte, else the record's time (an exchange cut short
     /// is written when its connection ends).
     var endTs: Int64 { responseEndTs ?? ts }
+}
+
+/// The rules `http` records and `http_summary` records share in exports.
+enum ExportHTTP {
+    /// The server's name and port: from the logged host, the port from it, else (client) the
+    /// peer's, else the scheme's default.
+    static func server(host: String?, peer: String?, role: String, scheme: String) -> (address: String?, port: Int?) {
+        let authority = host.map(AddressParts.split)
+        let port = authority?.port ?? (role == "client" ? peer.flatMap { AddressParts.split($0).port } : nil)
+            ?? (scheme == "https" ? 443 : 80)
+        return (authority?.host ?? (role == "client" ? peer.map { AddressParts.split($0).host } : nil), port)
+    }
 }
 
 extension HTTPRecord {

@@ -61,9 +61,13 @@ public struct ExportInput: Sendable {
     public private(set) var connections: [InImage<ConnectionRecord>] = []
     public private(set) var lookups: [InImage<DNSRecord>] = []
     public private(set) var stalls: [InImage<ExportStall>] = []
+    /// `http_summary` records of the kept roles (OTLP adds their durations to its histograms).
+    public private(set) var summaries: [InImage<HTTPSummaryRecord>] = []
     /// Exchanges only counted in `http_summary` records (past the writer's record budget):
     /// no timings of their own, so no HAR entry, span or slice.
     public private(set) var summarizedExchanges: Int64 = 0
+    /// Of those, the ones whose durations the OTLP histograms can take (exact bucket counts).
+    public private(set) var summarizedInHistograms: Int64 = 0
     /// Of those, the client side's (HAR's view).
     public private(set) var summarizedClientExchanges: Int64 = 0
     /// `http` records not kept (their role is not in `contents`).
@@ -126,21 +130,34 @@ public struct ExportInput: Sendable {
         case .httpSummary(let s):
             summarizedExchanges += max(0, s.count)
             if s.role != "server" { summarizedClientExchanges += max(0, s.count) }
+            if let (d, _) = OTLPExport.foldable(s) { summarizedInHistograms += min(max(0, d.count), max(0, s.count)) }
+            if contents.contains(s.role == "server" ? .serverExchanges : .clientExchanges) {
+                summaries.append(InImage(image: image, value: s))
+            }
         default:
             break
         }
     }
 
-    /// What to say when exchanges were only counted (nil when none were): they are in no
-    /// export, since an `http_summary` has no times of its own, and its durations are only
-    /// quantiles (p50, p90, p99, max), which cannot be split into the OTLP histograms' buckets
-    /// nor give their sum, so they are not folded into those either.
+    /// What to say when exchanges were only counted (nil when none were): an `http_summary`
+    /// has no times of its own, so they have no HAR entry, span or slice. Their durations are
+    /// in the OTLP histograms when the summary has exact bucket counts; not those of logs
+    /// written before summaries had them (quantiles cannot be split into buckets), nor those
+    /// of exchanges without a duration (cut short before a response).
     public var summarizedWarning: String? {
         guard summarizedExchanges > 0 else { return nil }
-        let n = summarizedExchanges
+        let n = summarizedExchanges, inHistograms = summarizedInHistograms, left = n - inHistograms
+        let histograms: String
+        let why = "(no duration, or a summary without bucket counts, from an older wedjat)"
+        if left == 0 {
+            histograms = n == 1 ? "its duration is in the OTLP duration histograms" : "their durations are in the OTLP duration histograms"
+        } else if inHistograms == 0 {
+            histograms = "\(n == 1 ? "it is" : "they are") not in the OTLP duration histograms \(why)"
+        } else {
+            histograms = "\(inHistograms) of them are in the OTLP duration histograms, \(left) \(left == 1 ? "is" : "are") not \(why)"
+        }
         return "\(n) HTTP exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second):"
-            + " \(n == 1 ? "it has" : "they have") no HAR entry, trace slice or span, and \(n == 1 ? "is" : "are") not in the OTLP duration histograms"
-            + " (a summary holds only quantiles of its durations, which cannot be put into buckets);"
+            + " \(n == 1 ? "it has" : "they have") no HAR entry, trace slice or span; \(histograms);"
             + " `wedjat report` counts \(n == 1 ? "it" : "them"). Raise WEDJAT_HTTP_RECORDS to record every exchange"
     }
 

@@ -93,7 +93,7 @@ public enum OTLPExport {
         } else {
             finishBatch()
         }
-        // Exchanges only in http_summary records: ExportInput.summarizedWarning.
+        // Exchanges only in http_summary records have no span: ExportInput.summarizedWarning.
         return (total, [])
     }
 
@@ -114,6 +114,16 @@ public enum OTLPExport {
                 server[e.image, default: HistogramSet()].record(duration, attributes: attributes)
             } else {
                 client[e.image, default: HistogramSet()].record(duration, attributes: attributes)
+            }
+        }
+        // Exchanges past the record budget: their summaries' exact counts.
+        for e in input.summaries {
+            guard let (d, b) = foldable(e.value) else { continue }
+            let attributes = summaryMetricAttributes(e.value)
+            if e.value.role == "server" {
+                server[e.image, default: HistogramSet()].add(d, b, attributes: attributes)
+            } else {
+                client[e.image, default: HistogramSet()].add(d, b, attributes: attributes)
             }
         }
         for l in input.lookups {
@@ -208,30 +218,54 @@ public enum OTLPExport {
     /// The semantic conventions' `error.type`: a client's 4xx and 5xx, a server's 5xx (as the
     /// status code), an exchange cut short or unparsable (wedjat's `error`); a capture gap
     /// (`desync`) only when it hid the status.
-    static func httpErrorType(_ h: HTTPRecord) -> String? {
-        if let status = h.status, status >= (h.role == "server" ? 500 : 400) { return String(status) }
-        switch h.error {
-        case "incomplete"?, "parse"?: return h.error
-        case let e? where h.status == nil: return e
+    static func httpErrorType(_ h: HTTPRecord) -> String? { errorType(role: h.role, status: h.status, error: h.error) }
+
+    static func errorType(role: String, status: Int?, error: String?) -> String? {
+        if let status, status >= (role == "server" ? 500 : 400) { return String(status) }
+        switch error {
+        case "incomplete"?, "parse"?: return error
+        case let e? where status == nil: return e
         default: return nil
         }
     }
 
     private static func httpMetricAttributes(_ h: HTTPRecord, connection: ConnectionRecord?) -> Attributes {
+        metricAttributes(method: h.method, scheme: h.schemeOrHTTP, role: h.role, server: h.server,
+                         version: h.protocolVersion(connection: connection), status: h.status, errorType: httpErrorType(h))
+    }
+
+    /// An `http_summary`'s: its key holds the same fields (no peer: a client summary without a
+    /// host names no server address).
+    private static func summaryMetricAttributes(_ s: HTTPSummaryRecord) -> Attributes {
+        let scheme = s.scheme ?? "http"
+        let version: String? = switch s.version { case "HTTP/1.0"?: "1.0"; case "HTTP/1.1"?: "1.1"; default: nil }
+        return metricAttributes(method: s.method, scheme: scheme, role: s.role,
+                                server: ExportHTTP.server(host: s.host, peer: nil, role: s.role, scheme: scheme),
+                                version: version, status: s.status, errorType: errorType(role: s.role, status: s.status, error: s.error))
+    }
+
+    private static func metricAttributes(method: String?, scheme: String, role: String, server: (address: String?, port: Int?),
+                                         version: String?, status: Int?, errorType: String?) -> Attributes {
         var attrs = Attributes()
-        let method = h.method ?? ""
+        let method = method ?? ""
         attrs.add("http.request.method", knownMethods.contains(method) ? method : "_OTHER")
-        attrs.add("url.scheme", h.schemeOrHTTP)
-        if h.role != "server" {
-            let (address, port) = h.server
-            attrs.add("server.address", address)
-            attrs.add("server.port", port.map(Int64.init))
+        attrs.add("url.scheme", scheme)
+        if role != "server" {
+            attrs.add("server.address", server.address)
+            attrs.add("server.port", server.port.map(Int64.init))
         }
         attrs.add("network.protocol.name", "http")
-        attrs.add("network.protocol.version", h.protocolVersion(connection: connection))
-        attrs.add("http.response.status_code", h.status.map(Int64.init))
-        attrs.add("error.type", httpErrorType(h))
+        attrs.add("network.protocol.version", version)
+        attrs.add("http.response.status_code", status.map(Int64.init))
+        attrs.add("error.type", errorType)
         return attrs
+    }
+
+    /// The part of a summary the histograms can take: its duration's exact counts, when they
+    /// are on these histograms' bounds (nil for logs written before summaries had them).
+    static func foldable(_ s: HTTPSummaryRecord) -> (durations: SummaryDistribution, counts: BoundedCounts)? {
+        guard let d = s.durationUs, let b = d.buckets, b.bounds == boundariesUs else { return nil }
+        return (d, b)
     }
 
     private static func dnsSpan(_ d: DNSRecord, image: ProcessLog) -> ExportJSON? {
@@ -306,15 +340,20 @@ public enum OTLPExport {
         private var index: [Attributes: Int] = [:]
 
         mutating func record(_ us: Int64, attributes: Attributes) {
-            let i: Int
-            if let known = index[attributes] {
-                i = known
-            } else {
-                i = points.count
-                index[attributes] = i
-                points.append(Point(attributes: attributes))
-            }
-            points[i].record(us)
+            points[point(attributes)].record(us)
+        }
+
+        /// Counts aggregated elsewhere on the same bounds (an `http_summary`'s).
+        mutating func add(_ d: SummaryDistribution, _ b: BoundedCounts, attributes: Attributes) {
+            guard d.count > 0 else { return }
+            points[point(attributes)].add(d, b)
+        }
+
+        private mutating func point(_ attributes: Attributes) -> Int {
+            if let known = index[attributes] { return known }
+            index[attributes] = points.count
+            points.append(Point(attributes: attributes))
+            return points.count - 1
         }
 
         struct Point {
@@ -334,6 +373,14 @@ public enum OTLPExport {
                 maxUs = max(maxUs, us)
                 // Bucket i holds (bound[i-1], bound[i]]: upper bounds inclusive, as OTLP says.
                 buckets[OTLPExport.boundariesUs.firstIndex { us <= $0 } ?? OTLPExport.boundariesUs.count] += 1
+            }
+
+            mutating func add(_ d: SummaryDistribution, _ b: BoundedCounts) {
+                count += d.count
+                sumUs += b.sum
+                minUs = min(minUs, b.min)
+                maxUs = max(maxUs, d.max)
+                for i in buckets.indices { buckets[i] += b.counts[i] }
             }
 
             func json(start: Int64, end: Int64) -> ExportJSON {
