@@ -281,11 +281,12 @@ static void push_payload(wj_payload *p, uint64_t offset, uint32_t len) {
     if (WJ_UNLIKELY(wj_ring_filling(&wj_payload_ring))) wj_agent_nudge();
 }
 
-// A call moved n bytes at stream offsets [start, start + n) of connection c; buf (or iov)
-// holds them. The parser wants bytes from c->want_* on: copy at most capture_bytes of what it
-// wants; if it wants none of these but the call passed its mark, say so with an empty slot.
+// A call moved n bytes at stream offsets [start, start + n) of connection c and returned at
+// `now` (the caller's clock read: one per call); buf (or iov) holds them. The parser wants
+// bytes from c->want_* on: copy at most capture_bytes of what it wants; if it wants none of
+// these but the call passed its mark, say so with an empty slot.
 void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
-                uint64_t start, uint64_t n) {
+                uint64_t start, uint64_t n, uint64_t now) {
     uint64_t want = wj_want(c, dir, plain);
     uint64_t end = start + n;
     if (want == UINT64_MAX || end <= want) return;
@@ -303,7 +304,7 @@ void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const s
     p.tid = wj_tid();
     p.conn_id = id;
     p.io_end = end;
-    p.t = wj_now_ns();
+    p.t = now;
     if (take == 0) {
         push_payload(&p, from, 0);
         return;

@@ -61,7 +61,7 @@ static __attribute__((noinline)) void io_on_conn(wj_conn *c, int fd, int dir, ui
     // Bytes for the HTTP parser, if it wants any of these (a non-HTTP stream costs one load).
     if (WJ_LOAD(c->http) && !WJ_LOAD(c->tls)) {
         uint64_t want = wj_want(c, dir, 0);
-        if (want != UINT64_MAX && start + n > want) wj_capture(c, fd, dir, 0, buf, iov, iovcnt, start, n);
+        if (want != UINT64_MAX && start + n > want) wj_capture(c, fd, dir, 0, buf, iov, iovcnt, start, n, now);
     }
 }
 

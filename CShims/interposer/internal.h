@@ -150,7 +150,7 @@ WJ_HIDDEN uint64_t wj_next_conn_id(void);
 // dns records (resolvers that bypass libc).
 WJ_HIDDEN void wj_dns_datagram(wj_conn *c, int dir, const void *buf, const struct iovec *iov, int iovcnt, uint64_t n);
 WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
-                          uint64_t start, uint64_t n);
+                          uint64_t start, uint64_t n, uint64_t now);
 
 // ---- state and guard
 WJ_HIDDEN extern wj_process wj_proc;

@@ -146,7 +146,7 @@ static void handshake_done(wj_conn *c, uint16_t version, const unsigned char *al
 
 static void plaintext(wj_conn *c, int fd, int dir, const void *buf, uint64_t n) {
     uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->plain_in : &c->plain_out, n, memory_order_relaxed);
-    if (WJ_LOAD(c->http)) wj_capture(c, fd, dir, 1, buf, 0, 0, start, n);
+    if (WJ_LOAD(c->http)) wj_capture(c, fd, dir, 1, buf, 0, 0, start, n, wj_now_ns());
 }
 
 // ---------------------------------------------------------------- OpenSSL
