@@ -1,12 +1,26 @@
 import Histogram
 
-/// Latency percentiles in microseconds. Backed by an HdrHistogram (3 significant digits), so
-/// memory does not grow with the number of connections and values are exact below 2048 us.
+/// Latency percentiles in microseconds, as an HdrHistogram (3 significant digits) gives them:
+/// values exact below 2048 us, memory that does not grow with the number of values. A
+/// histogram is about 90 KiB however few values it holds, and a run with many hosts has many
+/// stats that hold a handful (10,000 hosts: 3 GB): so the first `smallLimit` distinct values
+/// are kept as they came, and percentiles of them are computed with the histogram's own
+/// bucketing (`Buckets`), identical to what the histogram would say.
 public struct DurationStats: Sendable {
-    /// Made at the first value: many stats (a host's TLS times, say) stay empty.
+    static let smallLimit = 64
+    private let smallLimit: Int
+    private var small: [ValueCount] = []
+    /// Made when `small` is full.
     private var histogram: Histogram<UInt64>?
 
-    public init() {}
+    private struct ValueCount: Sendable {
+        var value: UInt64
+        var count: UInt64
+    }
+
+    public init() { smallLimit = DurationStats.smallLimit }
+    /// For tests: 0 puts every value into the histogram from the first.
+    init(smallLimit: Int) { self.smallLimit = smallLimit }
 
     /// Values that came from `http_summary` distributions, not from single observations.
     public private(set) var approximateCount = 0
@@ -15,15 +29,34 @@ public struct DurationStats: Sendable {
         record(UInt64(Swift.max(0, us)), count: 1)
     }
 
-    /// Sized for values up to about a second from the start (about 100 KiB): growing an
-    /// HdrHistogram one bucket at a time from nothing is slow (each step copies the counts),
-    /// and most latencies are below that. Longer ones still grow it (autoResize).
     private mutating func record(_ value: UInt64, count: UInt64) {
-        if histogram == nil {
-            histogram = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
-            histogram!.autoResize = true
+        if histogram != nil {
+            histogram!.record(value, count: count)
+        } else if let i = small.firstIndex(where: { $0.value == value }) {
+            small[i].count += count
+        } else if small.count < smallLimit {
+            small.append(ValueCount(value: value, count: count))
+        } else {
+            var h = Buckets.makeHistogram()
+            for v in small { h.record(v.value, count: v.count) }
+            h.record(value, count: count)
+            histogram = h
+            small = []
         }
-        histogram!.record(value, count: count)
+    }
+
+    /// The histogram's configuration and bucketing, shared by every stat.
+    enum Buckets {
+        /// Sized for values up to about a second from the start (about 90 KiB): growing an
+        /// HdrHistogram one bucket at a time from nothing is slow (each step copies the
+        /// counts), and most latencies are below that. Longer ones still grow it (autoResize).
+        static func makeHistogram() -> Histogram<UInt64> {
+            var h = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
+            h.autoResize = true
+            return h
+        }
+        /// Which values share a bucket depends only on the configuration, not on the counts.
+        static let layout = makeHistogram()
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
@@ -52,7 +85,10 @@ public struct DurationStats: Sendable {
         return (r50, r90 - r50, r99 - r90, n - r99)
     }
 
-    public var count: Int { Int(histogram?.totalCount ?? 0) }
+    public var count: Int {
+        if let histogram { return Int(histogram.totalCount) }
+        return Int(small.reduce(0) { $0 + $1.count })
+    }
 
     /// nil when nothing was recorded (a percentile of nothing is not 0).
     public func percentile(_ p: Double) -> Int64? { percentiles([p])?[0] }
@@ -61,19 +97,47 @@ public struct DurationStats: Sendable {
     /// `Histogram.valueAtPercentile` gives; nil when nothing was recorded. One pass matters: the
     /// library's own walk is not specialised for our count type and visits every bucket.
     public func percentiles(_ ps: [Double]) -> [Int64]? {
-        guard let histogram, histogram.totalCount > 0 else { return nil }
-        let total = histogram.totalCount
+        if let histogram {
+            guard histogram.totalCount > 0 else { return nil }
+            return DurationStats.percentiles(ps, total: histogram.totalCount, lo: histogram.min, hi: histogram.maxRecorded,
+                                             buckets: histogram.recordedValues().lazy.map { ($0.value, $0.totalCountToThisValue) })
+        }
+        guard !small.isEmpty else { return nil }
+        // The histogram's walk over the few values: their buckets in ascending order, each
+        // reported at its highest equivalent value with the count up to it; the smallest value
+        // is 0 if one was recorded, else the smallest, and the largest is the largest recorded.
+        let layout = Buckets.layout
+        var byBucket: [(lowest: UInt64, highest: UInt64, count: UInt64)] = []
+        for v in small.sorted(by: { $0.value < $1.value }) {
+            let lowest = layout.lowestEquivalentForValue(v.value)
+            if let last = byBucket.last, last.lowest == lowest {
+                byBucket[byBucket.count - 1].count += v.count
+            } else {
+                byBucket.append((lowest, layout.highestEquivalentForValue(v.value), v.count))
+            }
+        }
+        var cumulative: UInt64 = 0
+        let walk = byBucket.map { b -> (UInt64, UInt64) in
+            cumulative += b.count
+            return (b.highest, cumulative)
+        }
+        let values = small.map(\.value)
+        return DurationStats.percentiles(ps, total: cumulative, lo: values.min()!, hi: values.max()!, buckets: walk)
+    }
+
+    /// `buckets`: (value, count of values up to it) in ascending order.
+    private static func percentiles(_ ps: [Double], total: UInt64, lo: UInt64, hi: UInt64,
+                                    buckets: some Sequence<(UInt64, UInt64)>) -> [Int64] {
         // The rank of each percentile as valueAtPercentile computes it (minus one ulp, rounded up).
         let ranks = ps.map { p -> UInt64 in
             p >= 100 ? total : Swift.max(1, UInt64((Swift.max(p.nextDown, 0) * Double(total) / 100).rounded(.up)))
         }
-        let lo = histogram.min, hi = histogram.maxRecorded
         var out: [Int64] = []
         out.reserveCapacity(ps.count)
-        for v in histogram.recordedValues() {
-            while out.count < ranks.count, v.totalCountToThisValue >= ranks[out.count] {
+        for (value, upTo) in buckets {
+            while out.count < ranks.count, upTo >= ranks[out.count] {
                 // The 0th percentile is the smallest value itself, as the library has it.
-                out.append(Int64(ps[out.count] <= 0 ? lo : Swift.max(Swift.min(v.value, hi), lo)))
+                out.append(Int64(ps[out.count] <= 0 ? lo : Swift.max(Swift.min(value, hi), lo)))
             }
             if out.count == ranks.count { break }
         }
@@ -82,8 +146,8 @@ public struct DurationStats: Sendable {
     }
 
     public var max: Int64? {
-        guard let histogram, histogram.totalCount > 0 else { return nil }
-        return Int64(histogram.maxRecorded)
+        if let histogram { return histogram.totalCount > 0 ? Int64(histogram.maxRecorded) : nil }
+        return small.map(\.value).max().map { Int64($0) }
     }
 }
 

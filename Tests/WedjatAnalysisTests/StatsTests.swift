@@ -27,6 +27,39 @@ final class StatsTests: XCTestCase {
         XCTAssertEqual(d.max, 2_000_000)
     }
 
+    /// A stat holding few values computes its percentiles without a histogram: they must be
+    /// exactly the histogram's, whatever the values (0, exact below 2048, rounded above, past
+    /// the histogram's initial range, repeated, summaries' weighted bands), and so must count
+    /// and max; one value past the limit moves them into a histogram with nothing changed.
+    func testFewValuesGiveTheHistogramsPercentiles() {
+        var rng = SystemRandomNumberGenerator()
+        let ps = [0, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 100]
+        for round in 0 ..< 300 {
+            var few = DurationStats(), all = DurationStats(smallLimit: 0)
+            let n = Int.random(in: 1 ... DurationStats.smallLimit + 1, using: &rng)
+            for _ in 0 ..< n {
+                let v: Int64
+                switch Int.random(in: 0 ..< 5, using: &rng) {
+                case 0: v = Int64.random(in: 0 ... 3, using: &rng)
+                case 1: v = Int64.random(in: 0 ... 2047, using: &rng)
+                case 2: v = Int64.random(in: 2048 ... 300_000, using: &rng)
+                case 3: v = Int64.random(in: 1 << 20 ... 1 << 34, using: &rng)
+                default: v = [1000, 2049, 4097, 65_535][Int.random(in: 0 ..< 4, using: &rng)]
+                }
+                few.record(v)
+                all.record(v)
+            }
+            if round % 3 == 0 {
+                let s = SummaryDistribution(count: Int64.random(in: 1 ... 5000, using: &rng), p50: 180, p90: 4100, p99: 90_000, max: 2_000_001)
+                few.record(summary: s)
+                all.record(summary: s)
+            }
+            XCTAssertEqual(few.count, all.count, "round \(round)")
+            XCTAssertEqual(few.max, all.max, "round \(round)")
+            XCTAssertEqual(few.percentiles(ps), all.percentiles(ps), "round \(round): \(n) values")
+        }
+    }
+
     func testEmptyHasNoPercentiles() {
         let d = DurationStats()
         XCTAssertNil(d.percentile(50))
