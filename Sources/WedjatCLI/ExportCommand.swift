@@ -12,8 +12,9 @@ struct ExportCommand: ParsableCommand {
               wedjat export --chrome-trace run.json --otlp http://127.0.0.1:4318
 
             Several outputs can be asked for at once; FILE `-` is standard output. Formats: docs/EXPORTS.md.
-            Exchanges past WEDJAT_HTTP_RECORDS, only counted in http_summary records, are in no output \
-            (a summary has no times of its own, and only quantiles of its durations): a warning says how many.
+            Exchanges past WEDJAT_HTTP_RECORDS, only counted in http_summary records, have no HAR entry, \
+            trace slice or span (a summary has no times of its own); they are in the OTLP duration histograms \
+            (a summary has exact counts on their buckets). A warning says how many.
 
             Exit status: 0 when every output was written or sent, 1 when one failed (a file that cannot be \
             written, a collector that refused or did not answer), 2 when there was nothing to read.
