@@ -724,23 +724,21 @@ struct Fields {
     }
 
     func strings(_ key: String) throws(RecordDecodeError) -> [String]? {
-        guard let v = try raw(key, required: false, expected: "an array of strings") else { return nil }
-        guard doc.kind(v) == .array else { throw bad(key, "an array of strings") }
-        var out: [String] = []
-        for e in doc.elements(v) {
-            guard let s = doc.string(e) else { throw bad(key, "an array of strings") }
-            out.append(s)
-        }
-        return out
+        try array(key, "an array of strings") { doc.string($0) }
     }
 
     func int64s(_ key: String) throws(RecordDecodeError) -> [Int64]? {
-        guard let v = try raw(key, required: false, expected: "an array of integers") else { return nil }
-        guard doc.kind(v) == .array else { throw bad(key, "an array of integers") }
-        var out: [Int64] = []
+        try array(key, "an array of integers") { doc.int64($0) }
+    }
+
+    /// An array whose every element `element` can read (nil: not one of them).
+    private func array<T>(_ key: String, _ expected: String, _ element: (Int) -> T?) throws(RecordDecodeError) -> [T]? {
+        guard let v = try raw(key, required: false, expected: expected) else { return nil }
+        guard doc.kind(v) == .array else { throw bad(key, expected) }
+        var out: [T] = []
         for e in doc.elements(v) {
-            guard let n = doc.int64(e) else { throw bad(key, "an array of integers") }
-            out.append(n)
+            guard let x = element(e) else { throw bad(key, expected) }
+            out.append(x)
         }
         return out
     }

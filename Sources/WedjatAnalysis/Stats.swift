@@ -107,8 +107,9 @@ public struct DurationStats: Sendable {
         // reported at its highest equivalent value with the count up to it; the smallest value
         // is 0 if one was recorded, else the smallest, and the largest is the largest recorded.
         let layout = Buckets.layout
+        let sorted = small.sorted { $0.value < $1.value }
         var byBucket: [(lowest: UInt64, highest: UInt64, count: UInt64)] = []
-        for v in small.sorted(by: { $0.value < $1.value }) {
+        for v in sorted {
             let lowest = layout.lowestEquivalentForValue(v.value)
             if let last = byBucket.last, last.lowest == lowest {
                 byBucket[byBucket.count - 1].count += v.count
@@ -121,8 +122,7 @@ public struct DurationStats: Sendable {
             cumulative += b.count
             return (b.highest, cumulative)
         }
-        let values = small.map(\.value)
-        return DurationStats.percentiles(ps, total: cumulative, lo: values.min()!, hi: values.max()!, buckets: walk)
+        return DurationStats.percentiles(ps, total: cumulative, lo: sorted.first!.value, hi: sorted.last!.value, buckets: walk)
     }
 
     /// `buckets`: (value, count of values up to it) in ascending order.

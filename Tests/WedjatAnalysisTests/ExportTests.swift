@@ -62,6 +62,12 @@ final class ExportTests: XCTestCase {
 
     // MARK: HAR
 
+    /// The data points of the first metric of the first resource of an OTLP metrics request.
+    private func firstMetricPoints(_ metrics: [String: Any]) -> [[String: Any]]? {
+        ((((metrics["resourceMetrics"] as? [[String: Any]])?.first?["scopeMetrics"] as? [[String: Any]])?
+            .first?["metrics"] as? [[String: Any]])?.first?["histogram"] as? [String: Any])?["dataPoints"] as? [[String: Any]]
+    }
+
     private func harEntries(_ i: ExportInput) throws -> [[String: Any]] {
         let log = try XCTUnwrap(try json(HARExport.render(i).text)["log"] as? [String: Any])
         XCTAssertEqual(log["version"] as? String, "1.2")
@@ -177,8 +183,7 @@ final class ExportTests: XCTestCase {
         let trace = try json(ChromeTraceExport.render(i).text)
         XCTAssertEqual((trace["otherData"] as? [String: Any])?["wedjat_summarized_exchanges"] as? Int, 42)
         let metrics = try json(OTLPExport.metrics(i).text)
-        let points = ((((metrics["resourceMetrics"] as? [[String: Any]])?.first?["scopeMetrics"] as? [[String: Any]])?
-            .first?["metrics"] as? [[String: Any]])?.first?["histogram"] as? [String: Any])?["dataPoints"] as? [[String: Any]]
+        let points = firstMetricPoints(metrics)
         XCTAssertEqual(points?.map { $0["count"] as? String }, ["1"], "the http record only")
         XCTAssertEqual(OTLPExport.traces(i).count, 1)
         // The fixture's summarized exchanges are a server's: not missing from a client's view.
@@ -210,8 +215,7 @@ final class ExportTests: XCTestCase {
                        + " (no duration, or a summary without bucket counts, from an older wedjat);"
                        + " `wedjat report` counts them. Raise WEDJAT_HTTP_RECORDS to record every exchange")
         let metrics = try json(OTLPExport.metrics(i).text)
-        let points = try XCTUnwrap(((((metrics["resourceMetrics"] as? [[String: Any]])?.first?["scopeMetrics"] as? [[String: Any]])?
-            .first?["metrics"] as? [[String: Any]])?.first?["histogram"] as? [String: Any])?["dataPoints"] as? [[String: Any]])
+        let points = try XCTUnwrap(firstMetricPoints(metrics))
         func status(_ p: [String: Any]) -> Int? {
             ((p["attributes"] as? [[String: Any]])?.first { $0["key"] as? String == "http.response.status_code" }?["value"]
                 as? [String: Any])?["intValue"].flatMap { Int("\($0)") }
