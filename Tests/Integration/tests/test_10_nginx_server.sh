@@ -4,13 +4,8 @@
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/nginx.sh"
 nginx_start 20000 256
-# 200 requests, one connection each (no keep-alive), by a plain (unwatched) curl.
-timeout 60 curl -s -H 'Connection: close' -o /dev/null -w '%{num_connects} %{size_request} %{size_header} %{size_download} %{http_code}\n' \
-    "http://127.0.0.1:$port/f.bin?[1-200]" > curl.txt || fail "curl failed"
-[ "$(wc -l < curl.txt)" = 200 ] || fail "curl made $(wc -l < curl.txt) requests"
-awk '$1 != 1 || $5 != 200 { bad = 1 } END { exit bad }' curl.txt || fail "not 200 separate connections with status 200: $(sort curl.txt | uniq -c | head -3)"
-bg_stop "$master" QUIT       # graceful: the worker finishes and exits normally
-[ -s nginx.pid ] && fail "nginx did not remove its pid file (not a clean shutdown)"
+nginx_curl_requests 200 60
+nginx_stop
 
 pylogs logs "$port" curl.txt <<'PY'
 d, port = sys.argv[1], int(sys.argv[2])

@@ -3,18 +3,8 @@
 # Both sides' records: addresses ("[::1]:port"), family, exact bytes; SIGTERM shutdown is a
 # normal exit.
 . "$WJ_LIB/common.sh"
-command -v redis-server >/dev/null || skip "redis-server is not installed"
-
-port=$(free_port)
-wj_bg redis srvlogs redis-server --port "$port" --bind "127.0.0.1 ::1" --save '' --appendonly no \
-    --dir "$TEST_TMP" --logfile "$TEST_TMP/redis.log" --daemonize no
-srv=$BG_PID
-for i in $(seq 1 100); do
-    grep -q 'Ready to accept connections' redis.log 2>/dev/null && break
-    kill -0 "$srv" 2>/dev/null || fail "redis exited: $(tail -5 redis.log)"
-    sleep 0.05
-done
-grep -q 'Ready to accept connections' redis.log || fail "redis did not start"
+. "$WJ_LIB/redis.sh"
+redis_start srvlogs "127.0.0.1 ::1"
 
 cat > client.py <<'PY'
 import socket, sys

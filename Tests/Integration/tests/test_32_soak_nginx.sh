@@ -7,49 +7,14 @@
 # stub_status counted (accepts), and their bytes are whole requests and responses adding up
 # to stub_status's request count and to wrk's.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/nginx.sh"
 command -v nginx >/dev/null || skip "nginx is not installed"
 command -v wrk >/dev/null || skip "wrk is not installed"
 nginx -V 2>&1 | grep -q http_stub_status_module || skip "nginx has no stub_status module"
 SOAK_SECS=${WJ_SOAK_SECS:-60}
 
-port=$(free_port)
-mkdir -p www tmp
-head -c 1000 /dev/urandom > www/f.bin
-user_line=""
-[ "$(id -u)" = 0 ] && user_line="user root root;"   # workers must be able to write the log dir
-cat > nginx.conf <<CONF
-$user_line
-worker_processes 2;
-daemon off;
-master_process on;
-pid $TEST_TMP/nginx.pid;
-error_log $TEST_TMP/error.log notice;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $TEST_TMP/tmp/body;
-    proxy_temp_path $TEST_TMP/tmp/proxy;
-    fastcgi_temp_path $TEST_TMP/tmp/fastcgi;
-    uwsgi_temp_path $TEST_TMP/tmp/uwsgi;
-    scgi_temp_path $TEST_TMP/tmp/scgi;
-    keepalive_timeout 300s;
-    keepalive_requests 100;
-    sendfile on;
-    server {
-        listen 127.0.0.1:$port;
-        root $TEST_TMP/www;
-        location = /status { stub_status; }
-    }
-}
-CONF
-wj_bg nginx logs nginx -p "$TEST_TMP" -e "$TEST_TMP/error.log" -c "$TEST_TMP/nginx.conf"
-master=$BG_PID
-for i in $(seq 1 200); do
-    [ -s nginx.pid ] && break
-    kill -0 "$master" 2>/dev/null || fail "nginx exited: $(cat nginx.out error.log 2>/dev/null | tail -5)"
-    sleep 0.05
-done
-[ -s nginx.pid ] || fail "nginx did not start in 10 s"
+# 2 workers; keep-alive connections that nginx closes after 100 requests; stub_status.
+nginx_start 1000 1024 2 notice 'keepalive_timeout 300s; keepalive_requests 100; location = /status { stub_status; }'
 workers_now() { tr ' ' '\n' < "/proc/$master/task/$master/children" | grep . | sort -n | tr '\n' ' '; }
 for i in $(seq 1 100); do
     [ "$(workers_now | wc -w)" = 2 ] && break
@@ -104,8 +69,7 @@ print(local, len(req1) + len(req2), n1 + n2, len(req1), n1, *(x.decode() for x i
 PY
 timeout 20 "$PYTHON" probe.py "$port" > probe.txt 2> probe.err || fail "probe failed: $(cat probe.err)"
 note "probe: $(cat probe.txt)  (local port, sent, received, request length, response length, accepts handled requests)"
-bg_stop "$master" QUIT
-[ -s nginx.pid ] && fail "nginx did not remove its pid file (not a clean shutdown)"
+nginx_stop
 note "VmRSS/ring kB (time worker): $(awk '{ printf "%s %s %s/%s  ", $1, $2, $3, $4 }' rss.txt)"
 
 pylogs logs "$port" probe.txt rss.txt wrk.out "$workers0" <<'PY'

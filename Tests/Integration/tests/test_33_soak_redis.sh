@@ -6,20 +6,12 @@
 # redis's own total_net_input_bytes / total_net_output_bytes, and each benchmark connection
 # carries whole SET or GET commands and their replies: 1,000,000 of each.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/redis.sh"
 command -v redis-server >/dev/null || skip "redis-server is not installed"
 command -v redis-benchmark >/dev/null || skip "redis-benchmark is not installed"
 N=${WJ_REDIS_N:-1000000}
 
-port=$(free_port)
-wj_bg redis logs redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$TEST_TMP" --logfile "$TEST_TMP/redis.log" --daemonize no
-srv=$BG_PID
-for i in $(seq 1 100); do
-    grep -q 'Ready to accept connections' redis.log 2>/dev/null && break
-    kill -0 "$srv" 2>/dev/null || fail "redis exited: $(tail -5 redis.log)"
-    sleep 0.05
-done
-grep -q 'Ready to accept connections' redis.log || fail "redis did not start"
+redis_start logs 127.0.0.1
 
 bg_start bench timeout -k 5 100 redis-benchmark -h 127.0.0.1 -p "$port" -n "$N" -c 50 -t get,set -q
 bench=$BG_PID

@@ -14,30 +14,14 @@
 # Env: WJ_FIDELITY_N (default 50 per delay and scheme), WJ_FIDELITY_N300 (default: the same;
 # the 300 ms batches of the two schemes run side by side to keep the test near 30 s).
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 command -v openssl >/dev/null || skip "openssl is not installed"
 N=${WJ_FIDELITY_N:-50}
 N300=${WJ_FIDELITY_N300:-$N}
-server_py=$WJ_LIB/../fixtures/delay_server.py
-[ -f "$server_py" ] || fail "no $server_py"
-
-openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 \
-    -keyout key.pem -out cert.pem >openssl.out 2>&1 || fail "openssl req failed: $(tail -3 openssl.out)"
 
 # Both servers unwatched: only curl's logs are in the log directories.
-bg_start http "$PYTHON" "$server_py"
-http_pid=$BG_PID
-bg_start https "$PYTHON" "$server_py" --tls cert.pem key.pem
-https_pid=$BG_PID
-for f in http.out https.out; do
-    for i in $(seq 1 100); do
-        grep -q '^port ' "$f" 2>/dev/null && break
-        sleep 0.05
-    done
-    grep -q '^port ' "$f" || fail "delay_server did not start: $(cat "$f")"
-done
-http_port=$(awk '/^port /{ print $2; exit }' http.out)
-https_port=$(awk '/^port /{ print $2; exit }' https.out)
+delay_servers_http_https
 kill -0 "$http_pid" && kill -0 "$https_pid" || fail "a delay_server exited"
 
 # The fields curl prints per request (rows.txt: scheme, path, curl's exit status, these).

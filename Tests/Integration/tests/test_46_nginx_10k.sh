@@ -5,13 +5,8 @@
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/nginx.sh"
 nginx_start 100 1024
-# 10,000 requests, one connection each, by a plain (unwatched) curl.
-timeout 120 curl -s -H 'Connection: close' -o /dev/null -w '%{num_connects} %{size_request} %{size_header} %{size_download} %{http_code}\n' \
-    "http://127.0.0.1:$port/f.bin?[1-10000]" > curl.txt || fail "curl failed"
-[ "$(wc -l < curl.txt)" = 10000 ] || fail "curl made $(wc -l < curl.txt) requests"
-awk '$1 != 1 || $5 != 200 { bad = 1 } END { exit bad }' curl.txt || fail "not 10000 separate connections with status 200"
-bg_stop "$master" QUIT
-[ -s nginx.pid ] && fail "nginx did not remove its pid file (not a clean shutdown)"
+nginx_curl_requests 10000 120
+nginx_stop
 
 pylogs logs "$port" curl.txt <<'PY'
 soft_mode()

@@ -6,34 +6,18 @@
 # Also: a bad line gives a warning with file:line and the export still happens; nothing to
 # read is exit status 2; an output that cannot be written is exit status 1.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 [ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 command -v openssl >/dev/null || skip "openssl is not installed"
 python3 -c 'import jsonschema' 2>/dev/null || skip "python3 jsonschema is missing (scripts/deps.sh)"
 fixtures_dir=$WJ_LIB/../fixtures
 
-openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 \
-    -keyout key.pem -out cert.pem >openssl.out 2>&1 || fail "openssl req failed: $(tail -3 openssl.out)"
-bg_start http "$PYTHON" "$fixtures_dir/delay_server.py"
-http_pid=$BG_PID
-bg_start https "$PYTHON" "$fixtures_dir/delay_server.py" --tls cert.pem key.pem
-https_pid=$BG_PID
-for f in http.out https.out; do
-    for i in $(seq 1 100); do
-        grep -q '^port ' "$f" 2>/dev/null && break
-        sleep 0.05
-    done
-    grep -q '^port ' "$f" || fail "delay_server did not start: $(cat "$f")"
-done
-http_port=$(awk '/^port /{ print $2; exit }' http.out)
-https_port=$(awk '/^port /{ print $2; exit }' https.out)
+delay_servers_http_https
 
 # A name curl resolves with getaddrinfo (it answers "localhost" itself).
-host=$(hostname)
-if [ "$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')" != 127.0.0.1 ]; then
-    note "$host does not resolve to 127.0.0.1: no DNS phase in this run"
-    host=127.0.0.1
-fi
+host=$(loopback_name)
+[ "$host" != 127.0.0.1 ] || note "$(hostname) does not resolve to 127.0.0.1: no DNS phase in this run"
 
 W='%{url_effective} %{num_connects} %{http_code} %{time_namelookup} %{time_connect} %{time_appconnect} %{time_pretransfer} %{time_starttransfer} %{time_total} %{size_header} %{size_download} %{size_request} %{http_version}\n'
 : > curl_rows.txt

@@ -7,20 +7,13 @@
 # read back with SQL, must be the logs' connections (with their connect phases), HTTP
 # exchanges, DNS lookups and stalls, with their exact durations.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 [ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 fixtures_dir=$WJ_LIB/../fixtures
 
-wj_bg server logs "$PYTHON" "$fixtures_dir/delay_server.py"
-srv=$BG_PID
-for i in $(seq 1 100); do
-    grep -q '^port ' server.out 2>/dev/null && break
-    sleep 0.05
-done
-port=$(awk '/^port /{ print $2; exit }' server.out)
-[ -n "$port" ] || fail "delay_server did not start: $(cat server.out)"
-host=$(hostname)
-[ "$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')" = 127.0.0.1 ] || host=127.0.0.1
+delay_server_watched logs
+host=$(loopback_name)
 
 base=http://$host:$port
 wj logs curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 4 -o /dev/null -o /dev/null -o /dev/null -o /dev/null \

@@ -8,21 +8,14 @@
 # the 904 requests curl made, recorded or summarized. Also: ids are the same on a second
 # export, a collector's 503 and a refused connection are errors (exit status 1) that say so.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 [ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 python3 -c 'import opentelemetry.proto' 2>/dev/null || skip "python3 opentelemetry-proto is missing (scripts/deps.sh)"
 fixtures_dir=$WJ_LIB/../fixtures
 
-wj_bg server logs "$PYTHON" "$fixtures_dir/delay_server.py"
-srv=$BG_PID
-for i in $(seq 1 100); do
-    grep -q '^port ' server.out 2>/dev/null && break
-    sleep 0.05
-done
-port=$(awk '/^port /{ print $2; exit }' server.out)
-[ -n "$port" ] || fail "delay_server did not start: $(cat server.out)"
-host=$(hostname)
-[ "$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR == 1 { print $1 }')" = 127.0.0.1 ] || host=127.0.0.1
+delay_server_watched logs
+host=$(loopback_name)
 base=http://$host:$port
 wj logs curl -s -o /dev/null -o /dev/null -o /dev/null "$base/delay/30" "$base/bytes/2000" "$base/nothere" \
     || fail "curl failed"

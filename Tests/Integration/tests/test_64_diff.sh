@@ -3,14 +3,13 @@
 # 130 ms; a threshold it crosses exits 1, one it does not exits 0, per host too; a report
 # saved with --format json diffs like its logs; bad input exits 2 with a message.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 [ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
 cli() { timeout -k 5 60 "$WEDJAT_CLI" "$@"; }
 
-bg_start server "$PYTHON" "$WJ_LIB/../fixtures/delay_server.py"
+bg_start server "$PYTHON" "$DELAY_SERVER"
 srv=$BG_PID
-wait_file server.out 10 || fail "delay_server did not start"
-port=$(sed -n 's/^port //p' server.out)
-[ -n "$port" ] || fail "no port: $(cat server.out)"
+delay_server_port server port
 for run in a:20 b:150; do
     name=${run%%:*} ms=${run#*:}
     urls=()

@@ -5,20 +5,13 @@
 # making and no request of its own (Chromium goes through a recording proxy); the screenshot
 # must be the window's size and show the waterfall's bars.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 [ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
 command -v chromium >/dev/null || skip "chromium is not installed (scripts/deps.sh installs it)"
 command -v curl >/dev/null || skip "curl is not installed"
-server_py=$WJ_LIB/../fixtures/delay_server.py
 logs=$TEST_TMP/logs
 
-bg_start server env WEDJAT_DIR="$logs" WEDJAT_SAMPLE_MS=100 LD_PRELOAD="$WEDJAT_PRELOAD" "$PYTHON" "$server_py"
-srv=$BG_PID
-for i in $(seq 1 100); do
-    grep -q '^port ' server.out 2>/dev/null && break
-    sleep 0.05
-done
-port=$(awk '/^port /{ print $2; exit }' server.out)
-[ -n "$port" ] || fail "delay_server did not start: $(cat server.out)"
+delay_server_watched "$logs" WEDJAT_SAMPLE_MS=100
 
 curl_watched() { timeout -k 5 60 env WEDJAT_DIR="$logs" LD_PRELOAD="$WEDJAT_PRELOAD" curl -s "$@"; }
 # One curl, sequential, a connection per host name; the 400 ms request is the slow one.

@@ -3,11 +3,11 @@
 # (netem, in a network namespace of the test's own): one `blocked` stall each, naming the call,
 # the fd and the peer, with the caller's stack. A read answered in 100 ms is none.
 . "$WJ_LIB/common.sh"
+. "$WJ_LIB/delay_server.sh"
 
-bg_start delay "$PYTHON" "$WJ_LIB/../fixtures/delay_server.py"
+bg_start delay "$PYTHON" "$DELAY_SERVER"
 delay=$BG_PID
-wait_file "$TEST_TMP/delay.out" 10 || fail "delay server did not start"
-port=$(awk '/^port/ { print $2 }' "$TEST_TMP/delay.out")
+delay_server_port delay port
 wj logs "$PYTHON" - "$port" <<'PY' || fail "client"
 import socket, sys
 for ms in (600, 100):
