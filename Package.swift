@@ -44,7 +44,7 @@ let package = Package(
         // Benchmark of the HTTP/1.x parser (scripts/bench/http_parse.sh).
         .executableTarget(name: "WedjatHTTPBench", dependencies: ["WedjatCore"]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
-        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols"], exclude: ["Fixtures", "Golden"]),
+        .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")], exclude: ["Fixtures", "Golden"]),
     ],
     swiftLanguageModes: [.v5]
 )

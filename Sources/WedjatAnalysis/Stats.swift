@@ -2,7 +2,7 @@ import Histogram
 
 /// Latency percentiles in microseconds, as an HdrHistogram (3 significant digits) gives them:
 /// values exact below 2048 us, memory that does not grow with the number of values. A
-/// histogram is about 90 KiB however few values it holds, and a run with many hosts has many
+/// histogram is about 45 KiB however few values it holds, and a run with many hosts has many
 /// stats that hold a handful (10,000 hosts: 3 GB): so the first `smallLimit` distinct values
 /// are kept as they came, and percentiles of them are computed with the histogram's own
 /// bucketing (`Buckets`), identical to what the histogram would say.
@@ -10,8 +10,15 @@ public struct DurationStats: Sendable {
     static let smallLimit = 64
     private let smallLimit: Int
     private var small: [ValueCount] = []
-    /// Made when `small` is full.
-    private var histogram: Histogram<UInt64>?
+    /// Made when `small` is full, with 32-bit counts (half the memory of 64-bit ones: a busy
+    /// host has several such stats); moved to 64-bit counts before its total would pass
+    /// UInt32.max (the library's counts wrap silently).
+    private var narrow: Histogram<UInt32>?
+    private var wide: Histogram<UInt64>?
+    /// The smallest and largest values, once they are in a histogram (exact, as the
+    /// histogram's own `min` and `maxRecorded` are, which the move to 64 bits would lose).
+    private var lo = UInt64.max, hi: UInt64 = 0
+    private var inHistogram: Bool { narrow != nil || wide != nil }
 
     private struct ValueCount: Sendable {
         var value: UInt64
@@ -29,34 +36,52 @@ public struct DurationStats: Sendable {
         record(UInt64(Swift.max(0, us)), count: 1)
     }
 
-    private mutating func record(_ value: UInt64, count: UInt64) {
-        if histogram != nil {
-            histogram!.record(value, count: count)
+    mutating func record(_ value: UInt64, count: UInt64) {
+        if inHistogram {
+            recordInHistogram(value, count: count)
         } else if let i = small.firstIndex(where: { $0.value == value }) {
             small[i].count += count
         } else if small.count < smallLimit {
             small.append(ValueCount(value: value, count: count))
         } else {
-            var h = Buckets.makeHistogram()
-            for v in small { h.record(v.value, count: v.count) }
-            h.record(value, count: count)
-            histogram = h
+            narrow = Buckets.makeHistogram()
+            for v in small { recordInHistogram(v.value, count: v.count) }
+            recordInHistogram(value, count: count)
             small = []
         }
     }
 
+    private mutating func recordInHistogram(_ value: UInt64, count: UInt64) {
+        lo = Swift.min(lo, value)
+        hi = Swift.max(hi, value)
+        // Through the optionals, never a copy: a copy would duplicate the counts on each write.
+        if let total = narrow?.totalCount {
+            if count <= UInt64(UInt32.max) - total {
+                _ = narrow!.record(value, count: UInt32(count))
+                return
+            }
+            // Each bucket's count at a value of that bucket: the same bucketing, so the same
+            // percentiles.
+            var w: Histogram<UInt64> = Buckets.makeHistogram()
+            for b in narrow!.recordedValues() { _ = w.record(b.value, count: UInt64(b.count)) }
+            wide = w
+            narrow = nil
+        }
+        _ = wide!.record(value, count: count)
+    }
+
     /// The histogram's configuration and bucketing, shared by every stat.
     enum Buckets {
-        /// Sized for values up to about a second from the start (about 90 KiB): growing an
+        /// Sized for values up to about a second from the start (11,264 counts): growing an
         /// HdrHistogram one bucket at a time from nothing is slow (each step copies the
         /// counts), and most latencies are below that. Longer ones still grow it (autoResize).
-        static func makeHistogram() -> Histogram<UInt64> {
-            var h = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
+        static func makeHistogram<Count>() -> Histogram<Count> {
+            var h = Histogram<Count>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
             h.autoResize = true
             return h
         }
         /// Which values share a bucket depends only on the configuration, not on the counts.
-        static let layout = makeHistogram()
+        static let layout: Histogram<UInt64> = makeHistogram()
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
@@ -86,7 +111,7 @@ public struct DurationStats: Sendable {
     }
 
     public var count: Int {
-        if let histogram { return Int(histogram.totalCount) }
+        if let total = narrow?.totalCount ?? wide?.totalCount { return Int(total) }
         return Int(small.reduce(0) { $0 + $1.count })
     }
 
@@ -97,10 +122,15 @@ public struct DurationStats: Sendable {
     /// `Histogram.valueAtPercentile` gives; nil when nothing was recorded. One pass matters: the
     /// library's own walk is not specialised for our count type and visits every bucket.
     public func percentiles(_ ps: [Double]) -> [Int64]? {
-        if let histogram {
-            guard histogram.totalCount > 0 else { return nil }
-            return DurationStats.percentiles(ps, total: histogram.totalCount, lo: histogram.min, hi: histogram.maxRecorded,
-                                             buckets: histogram.recordedValues().lazy.map { ($0.value, $0.totalCountToThisValue) })
+        if let narrow {
+            guard narrow.totalCount > 0 else { return nil }
+            return DurationStats.percentiles(ps, total: narrow.totalCount, lo: lo, hi: hi,
+                                             buckets: narrow.recordedValues().lazy.map { ($0.value, $0.totalCountToThisValue) })
+        }
+        if let wide {
+            guard wide.totalCount > 0 else { return nil }
+            return DurationStats.percentiles(ps, total: wide.totalCount, lo: lo, hi: hi,
+                                             buckets: wide.recordedValues().lazy.map { ($0.value, $0.totalCountToThisValue) })
         }
         guard !small.isEmpty else { return nil }
         // The histogram's walk over the few values: their buckets in ascending order, each
@@ -146,7 +176,7 @@ public struct DurationStats: Sendable {
     }
 
     public var max: Int64? {
-        if let histogram { return histogram.totalCount > 0 ? Int64(histogram.maxRecorded) : nil }
+        if inHistogram { return count > 0 ? Int64(hi) : nil }
         return small.map(\.value).max().map { Int64($0) }
     }
 }

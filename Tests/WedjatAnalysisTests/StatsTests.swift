@@ -1,3 +1,4 @@
+import Histogram
 import XCTest
 @testable import WedjatAnalysis
 
@@ -58,6 +59,26 @@ final class StatsTests: XCTestCase {
             XCTAssertEqual(few.max, all.max, "round \(round)")
             XCTAssertEqual(few.percentiles(ps), all.percentiles(ps), "round \(round): \(n) values")
         }
+    }
+
+    /// Histograms count in 32 bits until a stat's total would pass UInt32.max, then in 64:
+    /// the move keeps every count, the exact smallest and largest values, and the percentiles
+    /// the library's own 64-bit histogram gives for the same values.
+    func testCountsPastUInt32MoveTo64BitsWithNothingLost() {
+        var d = DurationStats(smallLimit: 0)
+        var reference = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
+        reference.autoResize = true
+        let values: [(UInt64, UInt64)] = [(0, 1), (150, 3_000_000_000), (2049, 1), (90_001, 7),
+                                          (2049, 1_500_000_000), (5_000_003, 1), (77, UInt64(UInt32.max) + 5)]
+        for (value, count) in values {
+            d.record(value, count: count)
+            _ = reference.record(value, count: count)
+            XCTAssertEqual(UInt64(d.count), reference.totalCount)
+            XCTAssertEqual(d.max, Int64(reference.maxRecorded))
+            let ps = [0, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 100]
+            XCTAssertEqual(d.percentiles(ps), ps.map { Int64(reference.valueAtPercentile($0)) }, "after \(value) × \(count)")
+        }
+        XCTAssertGreaterThan(d.count, Int(UInt32.max))
     }
 
     func testEmptyHasNoPercentiles() {
