@@ -30,7 +30,9 @@ let package = Package(
         // In-process aggregation: events -> records -> NDJSON lines. No Foundation.
         .target(name: "WedjatCore", dependencies: ["CWedjatCommon"], swiftSettings: agentSwiftFlags),
         // libwedjat-agent.so's entry point (wedjat_agent_init) and glue to WedjatCore.
-        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon"], swiftSettings: agentSwiftFlags),
+        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon", "CWedjatAgentRuntime"], swiftSettings: agentSwiftFlags),
+        // Parts of the static Swift runtime replaced inside libwedjat-agent.so (see argv.c).
+        .target(name: "CWedjatAgentRuntime"),
         // libelf and libdw (elfutils) for the symbolizer, and libstdc++'s C++ demangler.
         .systemLibrary(name: "CElfutils", path: "Sources/CElfutils"),
         // Stall stacks: return addresses -> function+offset, file:line, from the binaries on disk.
