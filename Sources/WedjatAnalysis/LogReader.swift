@@ -101,22 +101,51 @@ public struct LogReader {
         }
     }
 
-    /// Reads every log under `paths`, calling `onRecord(file, line, record)` for each good record
-    /// in file order. Throws only when there is nothing to report on.
+    /// Where a record was read: the log it belongs to (the path of its first segment, which
+    /// names the process image), and the file and line it is on (a later segment's, for a
+    /// rotated log).
+    public struct RecordOrigin: Sendable {
+        public var log: String
+        public var file: String
+        public var line: Int
+    }
+
+    /// Reads every log under `paths`, calling `onRecord(log, line, record)` for each good record
+    /// in file order (the segments of a rotated log as one log: LogSegments.swift). Throws only
+    /// when there is nothing to report on.
     public mutating func read(paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
+        try read(paths: paths) { (origin: RecordOrigin, record) in onRecord(origin.log, origin.line, record) }
+    }
+
+    /// `read(paths:)` with each record's exact origin.
+    public mutating func read(paths: [String], onRecord: (RecordOrigin, Record) -> Void) throws(LogReaderError) {
         let files = LogReader.logFiles(in: paths, warnings: &warnings)
         try read(files: files, paths: paths, onRecord: onRecord)
     }
 
     /// `read(paths:)` on files already listed by `logFiles` (`paths` only names them in an error).
     public mutating func read(files: [String], paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
+        try read(files: files, paths: paths) { (origin: RecordOrigin, record) in onRecord(origin.log, origin.line, record) }
+    }
+
+    public mutating func read(files: [String], paths: [String], onRecord: (RecordOrigin, Record) -> Void) throws(LogReaderError) {
         guard !files.isEmpty else { throw .noLogFiles(paths: paths) }
-        for file in files { readFile(file, onRecord: onRecord) }
+        for log in LogSegments.group(files, warnings: &warnings) {
+            for (i, segment) in log.files.enumerated() {
+                readFile(segment.path, log: log.path, continuesLog: i > 0, onRecord: onRecord)
+            }
+        }
         guard recordsRead > 0 else { throw .noRecords(files: files.count) }
     }
 
-    /// Reads one file; problems become warnings, never errors.
+    /// Reads one file on its own; problems become warnings, never errors.
     public mutating func readFile(_ path: String, onRecord: (String, Int, Record) -> Void) {
+        readFile(path, log: path, continuesLog: false) { origin, record in onRecord(origin.file, origin.line, record) }
+    }
+
+    /// `continuesLog`: the file is a later segment of `log`, whose copy of `process_start` is
+    /// left out (the log's first file gave it).
+    mutating func readFile(_ path: String, log: String, continuesLog: Bool, onRecord: (RecordOrigin, Record) -> Void) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             warnings.append(ReaderWarning(file: path, line: nil, message: "cannot open: \(String(cString: strerror(errno)))"))
@@ -125,7 +154,7 @@ public struct LogReader {
         defer { close(fd) }
         filesRead += 1
 
-        var state = FileState(path: path)
+        var state = FileState(path: path, log: log, continuesLog: continuesLog)
         var pending: [UInt8] = []        // bytes of the current line, when it spans chunks
         var skippingLongLine = false
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
@@ -201,6 +230,8 @@ public struct LogReader {
 
     private struct FileState {
         let path: String
+        let log: String
+        let continuesLog: Bool
         var lineNo = 0
         var sawRecord = false
         var sawStart = false
@@ -210,7 +241,7 @@ public struct LogReader {
     }
 
     private mutating func handleLine(_ bytes: UnsafeRawBufferPointer, state: inout FileState, complete: Bool,
-                                     onRecord: (String, Int, Record) -> Void) {
+                                     onRecord: (RecordOrigin, Record) -> Void) {
         func warn(_ message: String) { self.warn(&state, message) }
         // Blank lines carry nothing; they are not worth a warning.
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
@@ -247,6 +278,8 @@ public struct LogReader {
                 return
             }
             state.sawStart = true
+            // A later segment's copy: the log's first file gave it already.
+            if state.continuesLog && firstRecord { return }
             if start.schema > supportedSchema {
                 warn("schema \(start.schema) is newer than the supported schema \(supportedSchema); reading the known fields only")
             }
@@ -254,7 +287,7 @@ public struct LogReader {
             warn("first record is \"\(recordTypeName(record))\", not process_start")
         }
         recordsRead += 1
-        onRecord(state.path, state.lineNo, record)
+        onRecord(RecordOrigin(log: state.log, file: state.path, line: state.lineNo), record)
     }
 }
 
@@ -302,5 +335,7 @@ func recordTypeName(_ r: Record) -> String {
     case .startup: "startup"
     case .stall: "stall"
     case .modules: "modules"
+    case .segmentEnd: "segment_end"
+    case .segmentsRemoved: "segments_removed"
     }
 }
