@@ -30,17 +30,19 @@ public struct ProcessStart: Sendable, Equatable {
     /// that segment began; nil in a log that never rotated.
     public var segment: Int?
     public var segmentStartTs: Int64?
+    /// Logical CPUs the process may run on.
+    public var cpus: Int?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, schema: Int = supportedSchema, wedjatVersion: String? = nil,
                 exe: String? = nil, argv: [String] = [], argvMode: String? = nil, ppid: Int? = nil,
                 parentLog: String? = nil, execFrom: String? = nil, log: String? = nil, hostname: String? = nil,
                 processStartTs: Int64? = nil, procStartTicks: Int64? = nil, configWarnings: [String] = [],
-                stallMs: Int? = nil, segment: Int? = nil, segmentStartTs: Int64? = nil) {
+                stallMs: Int? = nil, segment: Int? = nil, segmentStartTs: Int64? = nil, cpus: Int? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.schema = schema; self.wedjatVersion = wedjatVersion
         self.exe = exe; self.argv = argv; self.argvMode = argvMode; self.ppid = ppid; self.parentLog = parentLog
         self.execFrom = execFrom; self.log = log; self.hostname = hostname; self.processStartTs = processStartTs
         self.procStartTicks = procStartTicks; self.configWarnings = configWarnings; self.stallMs = stallMs
-        self.segment = segment; self.segmentStartTs = segmentStartTs
+        self.segment = segment; self.segmentStartTs = segmentStartTs; self.cpus = cpus
     }
 }
 
@@ -302,6 +304,8 @@ public struct SampleRecord: Sendable, Equatable {
     public var virtualBytes: Int64?
     public var threads: Int?
     public var fds: Int?
+    /// Connections the aggregator tracks as open at the sample (newer writers only).
+    public var openConnections: Int?
     public var voluntaryCtxSwitches: Int64?
     public var involuntaryCtxSwitches: Int64?
     public var minorFaults: Int64?
@@ -484,7 +488,7 @@ extension Record {
                 processStartTs: try f.int64("process_start_ts"), procStartTicks: try f.int64("proc_start_ticks"),
                 configWarnings: try f.strings("config_warnings") ?? [],
                 stallMs: try f.object("config")?.int("stall_ms"),
-                segment: try f.int("segment"), segmentStartTs: try f.int64("segment_start_ts")))
+                segment: try f.int("segment"), segmentStartTs: try f.int64("segment_start_ts"), cpus: try f.int("cpus")))
         case "connection":
             return .connection(ConnectionRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"), fd: try f.int("fd"),
@@ -607,6 +611,7 @@ extension Record {
         _ = try group(f.object("system_memory"), "system_memory")
         s.threads = try f.int("threads")
         s.fds = try f.int("fds")
+        s.openConnections = try f.int("open_connections")
         if let c = try group(f.object("ctx_switches"), "ctx_switches") {
             s.voluntaryCtxSwitches = try c.int64("voluntary"); s.involuntaryCtxSwitches = try c.int64("involuntary")
         }
