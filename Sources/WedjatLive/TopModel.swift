@@ -121,9 +121,9 @@ public final class TopModel {
         var gone: [String] = []
         for key in order {
             guard let p = processes[key] else { continue }
+            if let ended = p.endedAt, now.timeIntervalSince(ended) > Self.endedShownFor { gone.append(key); continue }
             rows.append(p.row(seconds: seconds, now: now))
             p.resetInterval()
-            if let ended = p.endedAt, now.timeIntervalSince(ended) > Self.endedShownFor { gone.append(key) }
         }
         for key in gone { processes[key] = nil }
         order.removeAll { processes[$0] == nil }

@@ -454,7 +454,7 @@ public enum OTLPExport {
         package var traceLow: UInt64
         package var span: UInt64
 
-        init(image: ProcessLog, identity: String) {
+        package init(image: ProcessLog, identity: String) {
             let base = "\(image.pid)/\(image.startTs)/\(identity)"
             traceHigh = SpanIDs.fnv1a(base, seed: 1)
             traceLow = SpanIDs.fnv1a(base, seed: 2)

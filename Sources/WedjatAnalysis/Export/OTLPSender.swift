@@ -30,6 +30,10 @@ public struct OTLPSender {
         public var partialSuccess: String?
         /// The answer's body (an OTLP export response).
         public var body: Data = Data()
+
+        public init(url: String, status: Int, partialSuccess: String? = nil, body: Data = Data()) {
+            self.url = url; self.status = status; self.partialSuccess = partialSuccess; self.body = body
+        }
     }
 
     /// `signal` is `traces` or `metrics`. Throws on a connection failure, a timeout or a status
