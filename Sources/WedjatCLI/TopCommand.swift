@@ -63,12 +63,12 @@ struct TopCommand: ParsableCommand {
             setvbuf(stdout, nil, _IOLBF, 0)
             var done = 0
             var next = Date().addingTimeInterval(interval)
-            model.poll()
+            model.poll(budget: interval * 0.6)
             while count.map({ done < $0 }) ?? true {
                 let wait = next.timeIntervalSinceNow
                 if wait > 0 { usleep(useconds_t(wait * 1_000_000)) }
-                next = next.addingTimeInterval(interval)
-                model.poll()
+                next = TopScreen.nextTick(after: next, interval: interval)
+                model.poll(budget: interval * 0.6)
                 let snapshot = model.snapshot()
                 for w in snapshot.warnings { printError("wedjat: warning: " + w) }
                 for line in view.lines(snapshot) { print(line) }
@@ -105,7 +105,7 @@ enum TopScreen {
             tcsetattr(STDIN_FILENO, TCSANOW, &saved)
             write(leave)
         }
-        model.poll()
+        model.poll(budget: interval * 0.6)
         var snapshot = model.snapshot()
         var done = 0
         var next = Date().addingTimeInterval(interval)
@@ -122,12 +122,19 @@ enum TopScreen {
                 }
                 continue
             }
-            next = next.addingTimeInterval(interval)
-            model.poll()
+            next = nextTick(after: next, interval: interval)
+            model.poll(budget: interval * 0.6)
             snapshot = model.snapshot()
             draw(view, snapshot)
             done += 1
         }
+    }
+
+    /// The next refresh: one interval on; when reading fell behind by more than that, one
+    /// interval from now (no burst of empty intervals to catch up).
+    static func nextTick(after previous: Date, interval: Double) -> Date {
+        let next = previous.addingTimeInterval(interval)
+        return next < Date() ? Date().addingTimeInterval(interval) : next
     }
 
     static func draw(_ view: TopView, _ snapshot: TopSnapshot) {

@@ -14,6 +14,8 @@ public struct TopSnapshot {
     public var newStalls: [StallLine]
     /// Lines that could not be read, and other problems, since the start.
     public var skippedLines: Int
+    /// Log bytes not read yet: the rates are those of what was read (the reader is behind).
+    public var behindBytes: Int64
     public var warnings: [String]
 
     public struct Rates {
@@ -101,17 +103,32 @@ public final class TopModel {
         if fromStart { firstScan = false }
     }
 
-    /// Reads what the logs gained since the last call.
-    public func poll(now: Date = Date()) {
+    /// Reads what the logs gained since the last call, for at most `budget` seconds (a writer
+    /// faster than this reader must not keep it from refreshing the screen: what is left is
+    /// read next time, and `behindBytes` says how much that is).
+    public func poll(now: Date = Date(), budget: TimeInterval = .infinity) {
         let existing = firstScan
         firstScan = false
         for file in directory.newFiles(now: now) { adopt(file, existing: existing, now: now) }
-        for key in order {
-            guard let p = processes[key] else { continue }
-            read(p, now: now)
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ UInt64(min(budget, 3600) * 1e9)
+        var more = true
+        while more {
+            more = false
+            for key in order {
+                guard let p = processes[key] else { continue }
+                more = read(p, now: now) || more
+            }
+            if DispatchTime.now().uptimeNanoseconds >= deadline { break }
         }
+        behindBytes = more ? order.compactMap { processes[$0] }.reduce(0) { $0 + $1.unreadBytes } : 0
         warnings += directory.takeWarnings()
     }
+
+    /// Bytes the logs hold that the last poll had no time to read.
+    public private(set) var behindBytes: Int64 = 0
+
+    /// Lines read per slice: the deadline is looked at between slices.
+    static let sliceBytes = 1 << 20
 
     /// The interval since the previous snapshot; starts the next one.
     public func snapshot(now: Date = Date()) -> TopSnapshot {
@@ -132,7 +149,7 @@ public final class TopModel {
         let fresh = intervalStalls
         intervalStalls = []
         return TopSnapshot(time: now, seconds: seconds, processes: rows, stalls: recentStalls, newStalls: fresh,
-                           skippedLines: skippedLines, warnings: w)
+                           skippedLines: skippedLines, behindBytes: behindBytes, warnings: w)
     }
 
     /// Live processes followed.
@@ -168,15 +185,19 @@ public final class TopModel {
         }
     }
 
-    private func read(_ p: LiveProcess, now: Date) {
+    /// One slice of each of the process's segments; true when one had more than a slice.
+    private func read(_ p: LiveProcess, now: Date) -> Bool {
         var finished: [Int] = []
+        var more = false
         for (i, entry) in p.tails.enumerated() {
             let tail = entry.tail
             var sawLine = false
             var segmentEnded = false
-            tail.readLines(scratch: &scratch) { line, _ in
+            let stop = tail.readLines(scratch: &scratch, maxBytes: Self.sliceBytes) { line, _ in
                 sawLine = true
                 if p.skipFirstLine.remove(tail.path) != nil { return true }
+                // Most lines of a busy server: read only what the view shows.
+                if let h = decoder.httpEssentials(line) { p.add(h); return true }
                 let record: Record
                 do { record = try decoder.decode(line) } catch { skippedLines += 1; return true }
                 if case .segmentEnd = record { segmentEnded = true }
@@ -184,6 +205,7 @@ public final class TopModel {
                 p.add(record, now: now)
                 return true
             }
+            if stop == .limit { more = true }
             if sawLine { p.lastGrowth = now }
             // A closed segment is done once its segment_end is read (the next one follows).
             if segmentEnded { finished.append(i) }
@@ -194,6 +216,7 @@ public final class TopModel {
             p.endedAt = now
         }
         if let ended = p.endedAt, now.timeIntervalSince(ended) > Self.endedShownFor { p.tails.removeAll() }
+        return more
     }
 
     private func noteStall(_ s: StallRecord, _ p: LiveProcess) {
@@ -245,6 +268,8 @@ final class LiveProcess {
     var endedAt: Date?
     var lastGrowth: Date
 
+    var unreadBytes: Int64 { tails.reduce(0) { $0 + $1.tail.unfinishedBytes } }
+
     // The interval.
     private var total = Accumulator()
     private var hosts: [HTTPKey: Accumulator] = [:]
@@ -273,18 +298,25 @@ final class LiveProcess {
         var errors = 0
         var durations = DurationStats()
 
-        mutating func add(_ h: HTTPRecord) {
+        /// An error: a status >= 400, or an exchange cut short or not fully seen.
+        mutating func add(status: Int?, error: String?, durationUs: Int64?) {
             count += 1
-            if (h.status ?? 0) >= 400 || (h.status == nil && h.error != nil) || h.error == "incomplete" { errors += 1 }
-            if let d = h.durationUs { durations.record(d) }
+            if (status ?? 0) >= 400 || error != nil { errors += 1 }
+            if let d = durationUs { durations.record(d) }
         }
+    }
+
+    func add(_ h: LineDecoder.HTTPEssentials) {
+        total.add(status: h.status, error: h.error, durationUs: h.durationUs)
+        hosts[HTTPKey(role: h.role, host: h.host ?? h.peer ?? "?"), default: Accumulator()]
+            .add(status: h.status, error: h.error, durationUs: h.durationUs)
     }
 
     func add(_ record: Record, now: Date) {
         switch record {
         case .http(let h):
-            total.add(h)
-            hosts[HTTPKey(h), default: Accumulator()].add(h)
+            add(LineDecoder.HTTPEssentials(role: h.role, host: h.host, peer: h.peer, status: h.status, error: h.error,
+                                           durationUs: h.durationUs))
         case .httpSummary(let s):
             addSummary(s, now: now)
         case .connection(let c):

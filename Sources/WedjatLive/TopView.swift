@@ -81,7 +81,8 @@ public struct TopView {
         lines.append("wedjat top  \(directory)  \(Self.clock(s.time))  \(live) process\(live == 1 ? "" : "es")"
                      + "  \(Self.rate(total, estimated: s.processes.contains { $0.rates.estimated })) req/s")
         lines.append("sort: \(sort.rawValue)  (r req/s, e err%, l p99, c cpu, m rss, p pid, n name; q quits)"
-                     + (s.skippedLines > 0 ? "  \(s.skippedLines) unreadable lines skipped" : ""))
+                     + (s.skippedLines > 0 ? "  \(s.skippedLines) unreadable lines skipped" : "")
+                     + (s.behindBytes > 0 ? "  BEHIND: \(Format.bytes(s.behindBytes)) not read yet (rates are of what was read)" : ""))
         var table: [[String]] = [Self.header]
         for p in sorted(s.processes) {
             table.append(processCells(p))
@@ -142,6 +143,7 @@ public struct TopView {
             }
         }
         if s.processes.isEmpty { out.append("\(time) processes=0") }
+        if s.behindBytes > 0 { out.append("\(time) behind_bytes=\(s.behindBytes)") }
         for st in s.newStalls {
             out.append("\(time) stall pid=\(st.pid) program=\(Self.quoted(st.program)) thread=\(Self.quoted(st.thread))"
                        + " kind=\(st.kind) ms=\(Format.ms(st.durationUs)) detail=\(Self.quoted(st.detail))")
