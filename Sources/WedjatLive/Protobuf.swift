@@ -66,10 +66,21 @@ public struct ProtoWriter {
     }
 
     /// A nested message (always written: an empty message still says the field is set).
+    /// Written in place: a one-byte length first, widened (the content moved) only for a
+    /// message of 128 bytes or more, so small ones (attributes) cost no copy at all.
     public mutating func message(_ field: Int, _ build: (inout ProtoWriter) -> Void) {
-        var inner = ProtoWriter()
-        build(&inner)
-        tag(field, .lengthDelimited); varint(UInt64(inner.bytes.count)); bytes += inner.bytes
+        tag(field, .lengthDelimited)
+        let lengthAt = bytes.count
+        bytes.append(0)
+        build(&self)
+        let length = bytes.count - lengthAt - 1
+        if length < 0x80 {
+            bytes[lengthAt] = UInt8(length)
+        } else {
+            var prefix = ProtoWriter()
+            prefix.varint(UInt64(length))
+            bytes.replaceSubrange(lengthAt ... lengthAt, with: prefix.bytes)
+        }
     }
 
     public mutating func packedFixed64(_ field: Int, _ values: [UInt64]) {

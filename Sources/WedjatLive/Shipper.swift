@@ -85,6 +85,11 @@ public final class Shipper {
         let sender = OTLPSender(endpoint: options.endpoint, timeoutSeconds: options.timeoutSeconds)
         if let transport {
             self.transport = transport
+        } else if let connection = HTTPConnection(endpoint: options.endpoint, timeoutSeconds: options.timeoutSeconds) {
+            // http://: one kept-alive connection.
+            self.transport = { body, signal, type, encoding in
+                try connection.post(signal: signal, body: body, contentType: type, contentEncoding: encoding)
+            }
         } else {
             self.transport = { body, signal, type, encoding in
                 try sender.send(body, signal: signal, contentType: type, contentEncoding: encoding)

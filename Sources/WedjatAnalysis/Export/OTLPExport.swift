@@ -465,8 +465,8 @@ public enum OTLPExport {
         package var spanId: String { SpanIDs.hex(span) }
 
         static func fnv1a(_ s: String, seed: UInt8) -> UInt64 {
-            var h: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in [seed] + Array(s.utf8) {
+            var h: UInt64 = (0xcbf2_9ce4_8422_2325 ^ UInt64(seed)) &* 0x0000_0100_0000_01b3
+            for byte in s.utf8 {
                 h ^= UInt64(byte)
                 h = h &* 0x0000_0100_0000_01b3
             }
