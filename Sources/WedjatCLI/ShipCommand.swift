@@ -56,13 +56,7 @@ struct ShipCommand: ParsableCommand {
     nonisolated(unsafe) static var stop: sig_atomic_t = 0
 
     func run() throws {
-        let env = ProcessInfo.processInfo.environment
-        let path = dir ?? env["WEDJAT_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "wedjat-logs"
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
-            printError("wedjat: error: \(path): no such directory (logs go to $WEDJAT_DIR, or ./wedjat-logs under `wedjat run`)")
-            throw ExitCode(2)
-        }
+        let path = try followedDirectory(dir)
         var options = Shipper.Options(endpoint: otlp)
         options.json = json
         options.gzip = !noGzip

@@ -48,13 +48,7 @@ struct TopCommand: ParsableCommand {
     }
 
     func run() throws {
-        let env = ProcessInfo.processInfo.environment
-        let path = dir ?? env["WEDJAT_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "wedjat-logs"
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
-            printError("wedjat: error: \(path): no such directory (logs go to $WEDJAT_DIR, or ./wedjat-logs under `wedjat run`)")
-            throw ExitCode(2)
-        }
+        let path = try followedDirectory(dir)
         let model = TopModel(directory: path, fromStart: fromStart)
         var view = TopView(directory: path, sort: TopView.SortKey(rawValue: sort)!)
         if !lines && isatty(STDOUT_FILENO) == 1 && isatty(STDIN_FILENO) == 1 {
@@ -76,6 +70,19 @@ struct TopCommand: ParsableCommand {
             }
         }
     }
+}
+
+/// The directory `top` and `ship` follow: the argument, else $WEDJAT_DIR, else ./wedjat-logs;
+/// exit status 2 when it is not a directory.
+func followedDirectory(_ argument: String?) throws -> String {
+    let env = ProcessInfo.processInfo.environment
+    let path = argument ?? env["WEDJAT_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "wedjat-logs"
+    var isDir: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir.boolValue else {
+        printError("wedjat: error: \(path): no such directory (logs go to $WEDJAT_DIR, or ./wedjat-logs under `wedjat run`)")
+        throw ExitCode(2)
+    }
+    return path
 }
 
 /// The full-screen mode: alternate screen, keys read unbuffered, the terminal restored on

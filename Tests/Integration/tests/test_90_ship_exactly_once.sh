@@ -5,7 +5,7 @@
 # logs, each received once, with the same attributes; the delta duration histograms add up to
 # the export's), the processes' metrics arrive, and each log ends with its .ship/*.done.
 # Then the same logs split into segments (fixtures/split_segments.py, as the rotating writer
-# names them) are shipped to a second receiver: the same spans, once.
+# names them) are shipped as OTLP/JSON (--json) to a second receiver: the same spans, once.
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/nginx.sh"
 [ -n "${WEDJAT_CLI:-}" ] || skip "no CLI_PATH given to run.sh"
@@ -93,8 +93,9 @@ n_split=$(ls split/*.ndjson | wc -l)
 [ "$n_split" -gt "$(ls logs/*.ndjson | wc -l)" ] || fail "the split made no segments"
 bg_start receiver2 "$PYTHON" "$fixtures_dir/otlp_receiver.py" received2
 wait_file received2/port 10 || fail "second receiver did not start"
-timeout 60 "$WEDJAT_CLI" ship --otlp "http://127.0.0.1:$(cat received2/port)" --until-idle 6 split > ship3.out 2>&1 \
+timeout 60 "$WEDJAT_CLI" ship --json --otlp "http://127.0.0.1:$(cat received2/port)" --until-idle 6 split > ship3.out 2>&1 \
     || fail "ship of the segments exited $?: $(cat ship3.out)"
+ls received2/traces.*.json > /dev/null 2>&1 || fail "no OTLP/JSON traces received: $(ls received2)"
 python3 "$fixtures_dir/check_ship.py" expected.jsonl received2 > check2.out || fail "segments: $(cat check2.out)"
 [ "$(ls split/.ship/*.done | wc -l)" = "$n_split" ] || fail "not every segment is done: $(ls split/.ship)"
 note "segments: $(cat check2.out)"
