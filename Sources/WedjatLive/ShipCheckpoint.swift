@@ -71,6 +71,10 @@ public struct ShipState {
         if mkdir(dir, 0o700) != 0 && errno != EEXIST {
             throw .cannotCreate(dir, String(cString: strerror(errno)))
         }
+        var st = stat()
+        guard stat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, access(dir, W_OK) == 0 else {
+            throw .cannotCreate(dir, "there is something else by that name, or it is not writable")
+        }
     }
 
     public func isDone(_ segment: String) -> Bool { access(dir + "/" + segment + ".done", F_OK) == 0 }
@@ -116,7 +120,11 @@ public struct ShipState {
     /// the old content or the new, never half of it.
     private func replace(_ path: String, with text: String) throws(Failure) {
         let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        var fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        if fd < 0 && errno == ENOENT, mkdir(dir, 0o700) == 0 {
+            // .ship/ was removed while ship ran: made again.
+            fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        }
         guard fd >= 0 else { throw .cannotWrite(tmp, String(cString: strerror(errno))) }
         var ok = true
         var text = text

@@ -53,6 +53,8 @@ public final class Shipper {
         public var segmentsLost: Int64 = 0
         /// Bytes left at the end of a segment that will not grow (a writer killed mid-line).
         public var truncatedBytes: Int64 = 0
+        /// Checkpoints that could not be written (`.ship/` unwritable).
+        public var checkpointFailures = 0
     }
 
     public enum Step { case busy, idle, waiting }
@@ -76,6 +78,7 @@ public final class Shipper {
     private var backoff = 0.0
     private var outageSince: Date?
     private var outageAttempts = 0
+    private var checkpointsFailing = false
 
     /// `transport` sends one request (default: OTLPSender); `say` prints a line for the user.
     public init(directory: String, options: Options, transport: Transport? = nil, say: @escaping (String) -> Void) {
@@ -192,17 +195,14 @@ public final class Shipper {
                 var half = c
                 half.batchEnd = endOffset
                 half.tracesSent = true
-                guard save(half, seg) else { return .failed }
-                seg.checkpoint = half
+                save(half, seg)
             }
         }
         if !content.metrics.isEmpty {
             guard send(content, signal: "metrics", items: content.dataPoints, now: now) else { return .failed }
         }
-        let done = ShipCheckpoint(offset: endOffset, intervalStartTs: max(batch.intervalStartUs, batch.maxTs),
-                                  ended: batch.endRecord ?? c.ended)
-        guard save(done, seg) else { return .failed }
-        seg.checkpoint = done
+        save(ShipCheckpoint(offset: endOffset, intervalStartTs: max(batch.intervalStartUs, batch.maxTs),
+                            ended: batch.endRecord ?? c.ended), seg)
         commit(batch, unreadable: unreadable, longLines: longLines, seg: seg)
         return .sent(full: full)
     }
@@ -224,14 +224,24 @@ public final class Shipper {
         }
     }
 
-    private func save(_ c: ShipCheckpoint, _ seg: SegmentShip) -> Bool {
+    /// The checkpoint in memory always (what was sent is never sent again by this process),
+    /// on disk when it can be: when it cannot, shipping goes on and says that a restart would
+    /// send again what was sent since (duplicates, never a loss).
+    private func save(_ c: ShipCheckpoint, _ seg: SegmentShip) {
+        seg.checkpoint = c
         do {
             try state.save(c, for: seg.file.name)
-            return true
+            if checkpointsFailing {
+                checkpointsFailing = false
+                say("checkpoints are written again")
+            }
         } catch {
-            say("error: \(error.description); retrying")
-            failed(Date())
-            return false
+            stats.checkpointFailures += 1
+            if !checkpointsFailing {
+                checkpointsFailing = true
+                say("error: \(error.description): shipping goes on, but a restart would send again what was sent"
+                    + " since the last checkpoint written")
+            }
         }
     }
 
@@ -255,7 +265,11 @@ public final class Shipper {
         do {
             try state.markDone(seg.file.name, seg.checkpoint)
         } catch {
-            say("error: \(error.description)")
+            stats.checkpointFailures += 1
+            if !checkpointsFailing {
+                checkpointsFailing = true
+                say("error: \(error.description); the log writer will not remove this segment before it can be written")
+            }
             return
         }
         stats.segmentsDone += 1
@@ -358,6 +372,7 @@ public final class Shipper {
                      + " (\(Format.bytes(Int64(s.bytesSent)))\(options.gzip ? " gzip" : "")) to \(options.endpoint);"
                      + " \(s.records) records in \(s.batches) batches; \(s.segmentsDone) segments done"]
         if s.failedAttempts > 0 { lines.append("\(s.failedAttempts) attempts failed and were retried") }
+        if s.checkpointFailures > 0 { lines.append("\(s.checkpointFailures) checkpoints could not be written to \(state.dir)") }
         var skipped: [String] = []
         if s.unreadableLines > 0 { skipped.append("\(s.unreadableLines) unreadable lines") }
         if s.longLines > 0 { skipped.append("\(s.longLines) lines over 16 MiB") }

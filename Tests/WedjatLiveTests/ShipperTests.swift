@@ -19,6 +19,8 @@ final class ShipperTests: XCTestCase {
         var failures: [Int?] = []
         /// Fail every request for this signal (restart tests).
         var failSignal: String?
+        /// The answer's body for traces requests (an ExportTraceServiceResponse).
+        var tracesAnswer = Data()
 
         func transport(_ body: Data, _ signal: String, _ type: String, _ encoding: String?) throws -> OTLPSender.Answer {
             if signal == failSignal { throw OTLPSender.Failure(description: "down on purpose") }
@@ -47,7 +49,7 @@ final class ShipperTests: XCTestCase {
                     }
                 }
             }
-            return OTLPSender.Answer(url: "test", status: 200, partialSuccess: nil)
+            return OTLPSender.Answer(url: "test", status: 200, partialSuccess: nil, body: signal == "traces" ? tracesAnswer : Data())
         }
     }
 
@@ -162,6 +164,38 @@ final class ShipperTests: XCTestCase {
         XCTAssertEqual(s.stats.rejectedSpans, 2, "segment 0's two spans")
         XCTAssertEqual(c.spanIDs.count, 4)
         XCTAssertTrue(s.summary().joined().contains("2 spans and 0 data points the collector refused"), s.summary().joined())
+    }
+
+    func testPartialSuccessIsCountedAndSaid() throws {
+        _ = writeLog(exchanges: 3)
+        let c = Collector()
+        var answer = ProtoWriter()
+        answer.message(1) { partial in           // ExportTraceServiceResponse.partial_success
+            partial.int64(1, 1)                  // rejected_spans
+            partial.string(2, "span too old")    // error_message
+        }
+        c.tracesAnswer = Data(answer.bytes)
+        var said: [String] = []
+        let s = Shipper(directory: dir.path, options: Shipper.Options(endpoint: "x"), transport: c.transport, say: { said.append($0) })
+        var now = Date()
+        drain(s, from: &now)
+        XCTAssertEqual(c.spanIDs.count, 3)
+        XCTAssertEqual(s.stats.rejectedSpans, 3, "one a request, three requests")
+        XCTAssertTrue(said.contains { $0.contains("rejected 1: span too old") }, "\(said)")
+    }
+
+    func testUnwritableStateDoesNotResendWithinTheRun() throws {
+        let expected = writeLog(exchanges: 9)
+        // .ship is a file: no checkpoint can be written.
+        try "not a directory".write(toFile: dir.path + "/.ship", atomically: true, encoding: .utf8)
+        let c = Collector()
+        var said: [String] = []
+        let s = Shipper(directory: dir.path, options: Shipper.Options(endpoint: "x"), transport: c.transport, say: { said.append($0) })
+        var now = Date()
+        drain(s, from: &now)
+        XCTAssertEqual(c.spanIDs.sorted(), expected.sorted(), "each once")
+        XCTAssertGreaterThan(s.stats.checkpointFailures, 0)
+        XCTAssertEqual(said.filter { $0.contains("a restart would send again") }.count, 1, "said once: \(said)")
     }
 
     func testDamagedCheckpointSendsTheSegmentAgainAndSaysSo() throws {
