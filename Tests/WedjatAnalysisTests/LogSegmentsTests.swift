@@ -79,6 +79,16 @@ final class LogSegmentsTests: XCTestCase {
         XCTAssertEqual(OTLPExport.metrics(rotated).text, OTLPExport.metrics(whole).text)
     }
 
+    func testDiffOfARunAndItsSegmentedCopyShowsNoChange() throws {
+        let (path, _) = try split("diff/b", lines: 2)
+        let whole = Report(analysis: try RunAnalysis.load(paths: [testsDir + "/Fixtures/diff/b"]))
+        let rotated = Report(analysis: try RunAnalysis.load(paths: [path]))
+        let d = RunDiff(a: whole, pathA: "whole", b: rotated, pathB: "segments", thresholds: [])
+        XCTAssertGreaterThan(d.metrics.count, 10)
+        XCTAssertEqual(d.metrics.filter { ($0.change ?? 0) != 0 || ($0.a == nil) != ($0.b == nil) }.map(\.metric), [])
+        XCTAssertEqual(d.hosts.flatMap(\.metrics).filter { ($0.change ?? 0) != 0 }.map(\.metric), [])
+    }
+
     func testRemovedSegmentsAreSaidWithTheSpanCovered() throws {
         let source = testsDir + "/Fixtures/vitals/sleeper.6004.1763782700002000.ndjson"
         let split = try SegmentSplitter.split(source, into: dir.path, linesPerSegment: 10, removeFirst: 2)
