@@ -132,20 +132,22 @@ public struct LogReader {
         guard !files.isEmpty else { throw .noLogFiles(paths: paths) }
         for log in LogSegments.group(files, warnings: &warnings) {
             for (i, segment) in log.files.enumerated() {
-                readFile(segment.path, log: log.path, continuesLog: i > 0, onRecord: onRecord)
+                // A later segment begins with a copy of the log's process_start: left out.
+                var copySkipped = i == 0
+                readFile(segment.path) { file, line, record in
+                    if !copySkipped, case .processStart = record {
+                        copySkipped = true
+                        return
+                    }
+                    onRecord(RecordOrigin(log: log.path, file: file, line: line), record)
+                }
             }
         }
         guard recordsRead > 0 else { throw .noRecords(files: files.count) }
     }
 
-    /// Reads one file on its own; problems become warnings, never errors.
+    /// Reads one file; problems become warnings, never errors.
     public mutating func readFile(_ path: String, onRecord: (String, Int, Record) -> Void) {
-        readFile(path, log: path, continuesLog: false) { origin, record in onRecord(origin.file, origin.line, record) }
-    }
-
-    /// `continuesLog`: the file is a later segment of `log`, whose copy of `process_start` is
-    /// left out (the log's first file gave it).
-    mutating func readFile(_ path: String, log: String, continuesLog: Bool, onRecord: (RecordOrigin, Record) -> Void) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             warnings.append(ReaderWarning(file: path, line: nil, message: "cannot open: \(String(cString: strerror(errno)))"))
@@ -154,7 +156,7 @@ public struct LogReader {
         defer { close(fd) }
         filesRead += 1
 
-        var state = FileState(path: path, log: log, continuesLog: continuesLog)
+        var state = FileState(path: path)
         var pending: [UInt8] = []        // bytes of the current line, when it spans chunks
         var skippingLongLine = false
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
@@ -230,8 +232,6 @@ public struct LogReader {
 
     private struct FileState {
         let path: String
-        let log: String
-        let continuesLog: Bool
         var lineNo = 0
         var sawRecord = false
         var sawStart = false
@@ -241,7 +241,7 @@ public struct LogReader {
     }
 
     private mutating func handleLine(_ bytes: UnsafeRawBufferPointer, state: inout FileState, complete: Bool,
-                                     onRecord: (RecordOrigin, Record) -> Void) {
+                                     onRecord: (String, Int, Record) -> Void) {
         func warn(_ message: String) { self.warn(&state, message) }
         // Blank lines carry nothing; they are not worth a warning.
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
@@ -278,8 +278,6 @@ public struct LogReader {
                 return
             }
             state.sawStart = true
-            // A later segment's copy: the log's first file gave it already.
-            if state.continuesLog && firstRecord { return }
             if start.schema > supportedSchema {
                 warn("schema \(start.schema) is newer than the supported schema \(supportedSchema); reading the known fields only")
             }
@@ -287,7 +285,7 @@ public struct LogReader {
             warn("first record is \"\(recordTypeName(record))\", not process_start")
         }
         recordsRead += 1
-        onRecord(RecordOrigin(log: state.log, file: state.path, line: state.lineNo), record)
+        onRecord(state.path, state.lineNo, record)
     }
 }
 
