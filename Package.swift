@@ -39,13 +39,18 @@ let package = Package(
         .target(name: "WedjatSymbols", dependencies: ["CElfutils"]),
         // Post-run analysis: log reader, process tree, report. Foundation is fine here.
         .target(name: "WedjatAnalysis", dependencies: ["WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")]),
+        // zlib (gzip for `wedjat ship`), from the system.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Following growing logs: `wedjat top` and `wedjat ship` (OTLP/HTTP protobuf).
+        .target(name: "WedjatLive", dependencies: ["WedjatAnalysis", "CZlib"]),
         .executableTarget(name: "WedjatCLI", dependencies: [
-            "WedjatAnalysis",
+            "WedjatAnalysis", "WedjatLive",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Benchmark of the HTTP/1.x parser (scripts/bench/http_parse.sh).
         .executableTarget(name: "WedjatHTTPBench", dependencies: ["WedjatCore"]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
+        .testTarget(name: "WedjatLiveTests", dependencies: ["WedjatLive", "WedjatAnalysis"]),
         .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")], exclude: ["Fixtures", "Golden"]),
     ],
     swiftLanguageModes: [.v5]

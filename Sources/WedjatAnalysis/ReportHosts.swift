@@ -134,7 +134,7 @@ extension Report {
             let h = e.http, l = analysis.logs[e.log]
             func span(_ a: Int64?, _ b: Int64?) -> Int64? { a.flatMap { a in b.map { $0 - a } } }
             return SlowRow(
-                log: l.path, line: e.line, pid: h.pid, program: l.program, ts: h.ts, role: h.role, scheme: h.scheme,
+                log: e.file ?? l.path, line: e.line, pid: h.pid, program: l.program, ts: h.ts, role: h.role, scheme: h.scheme,
                 method: h.method, host: HTTPKey(h).host, path: h.path, status: h.status, error: h.error, reused: h.reused,
                 requestStartTs: h.requestStartTs, dnsUs: e.dnsUs, connectUs: e.connectUs, tlsUs: e.tlsUs,
                 sendUs: span(h.requestStartTs, h.requestEndTs), waitUs: h.waitUs, ttfbUs: h.ttfbUs,

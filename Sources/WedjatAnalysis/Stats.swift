@@ -440,9 +440,11 @@ extension HTTPKey {
 public struct SlowestRequests: Sendable {
     public struct Entry: Sendable {
         public var http: HTTPRecord
-        /// Index of its log in `RunAnalysis.logs`, and its line there.
+        /// Index of its log in `RunAnalysis.logs`, and its line there (in `file`, a later
+        /// segment of that log, when set).
         public var log: Int
         public var line: Int
+        public var file: String?
         /// The set-up of the connection this exchange opened (its first request), filled in
         /// when the connection's record arrives.
         public var dnsUs: Int64?
@@ -456,11 +458,11 @@ public struct SlowestRequests: Sendable {
 
     public init(limit: Int = 10) { self.limit = Swift.max(0, limit) }
 
-    mutating func add(_ h: HTTPRecord, log: Int, line: Int) {
+    mutating func add(_ h: HTTPRecord, log: Int, line: Int, file: String? = nil) {
         guard limit > 0, let d = h.durationUs else { return }
         if entries.count == limit, let last = entries.last, !Self.slower(d, h.ts, than: last.http) { return }
         let i = entries.firstIndex { Self.slower(d, h.ts, than: $0.http) } ?? entries.count
-        entries.insert(Entry(http: h, log: log, line: line), at: i)
+        entries.insert(Entry(http: h, log: log, line: line, file: file), at: i)
         if entries.count > limit { entries.removeLast() }
     }
 

@@ -6,5 +6,5 @@ struct Wedjat: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wedjat",
         abstract: "Watch a program's network connections with LD_PRELOAD, and report on them.",
-        subcommands: [RunCommand.self, ReportCommand.self, ExportCommand.self, DiffCommand.self])
+        subcommands: [RunCommand.self, ReportCommand.self, ExportCommand.self, DiffCommand.self, TopCommand.self, ShipCommand.self])
 }

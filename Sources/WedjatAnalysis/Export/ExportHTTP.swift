@@ -40,7 +40,7 @@ extension HTTPRecord {
 
     /// The end as known: the response's last byte, else the record's time (an exchange cut short
     /// is written when its connection ends).
-    var endTs: Int64 { responseEndTs ?? ts }
+    package var endTs: Int64 { responseEndTs ?? ts }
 }
 
 /// The rules `http` records and `http_summary` records share in exports.
@@ -87,8 +87,14 @@ enum AddressParts {
             let rest = s[s.index(after: close)...]
             return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
         }
-        let colons = s.filter { $0 == ":" }.count
-        if colons == 1, let c = s.firstIndex(of: ":"), let port = Int(s[s.index(after: c)...]) {
+        // Counted over the UTF-8 bytes: this runs for every exchange exported or shipped.
+        var colons = 0
+        var colon: String.Index?
+        for i in s.utf8.indices where s.utf8[i] == UInt8(ascii: ":") {
+            colons += 1
+            colon = colon ?? i
+        }
+        if colons == 1, let c = colon, let port = Int(s[s.index(after: c)...]) {
             return (String(s[..<c]), port)
         }
         return (s, nil)
