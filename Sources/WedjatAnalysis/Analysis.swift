@@ -139,6 +139,9 @@ public struct RunAnalysis: Sendable {
     public private(set) var durations = DurationStats()
     public private(set) var dnsDurations = DurationStats()
     public private(set) var slowest: SlowestRequests
+    public private(set) var summarizedGroups = SummarizedGroups()
+    /// The current log's lookups, for the set-up of the slowest exchanges.
+    private var lookups = LookupTracker()
     public private(set) var readerWarnings: [ReaderWarning] = []
     public private(set) var filesRead = 0
     private var index: [String: Int] = [:]
@@ -188,7 +191,7 @@ public struct RunAnalysis: Sendable {
             peers[key, default: PeerStats(key: key)].add(c)
             connectionStats.add(c)
             attribute(c, log: i)
-            slowest.add(connection: c, log: i)
+            slowest.add(connection: c, log: i, lookup: lookups.lookup(of: c, file: i))
         case .http(let h):
             let key = HTTPKey(h)
             http[key, default: HTTPStats(key: key)].add(h)
@@ -204,8 +207,10 @@ public struct RunAnalysis: Sendable {
             http[key, default: HTTPStats(key: key)].add(s)
             if let t = s.ttfbUs { ttfb.record(summary: t) }
             if let d = s.durationUs { durations.record(summary: d) }
+            summarizedGroups.add(s)
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
+            lookups.add(d, file: i)
         case .stall(let s):
             stalls.add(s, log: i)
         case .modules:

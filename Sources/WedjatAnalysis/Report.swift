@@ -6,7 +6,7 @@ import Foundation
 
 public struct Report: Codable, Sendable {
     /// docs/REPORT_JSON.md: incremented when a field changes meaning or disappears.
-    public static let currentVersion = 2
+    public static let currentVersion = 3
     public var reportVersion = Report.currentVersion
     public var headline: Headline
     public var processes: [ProcessRow]
@@ -17,6 +17,9 @@ public struct Report: Codable, Sendable {
     public var statuses: [StatusRow]
     /// The slowest exchanges, slowest first.
     public var slowest: [SlowRow]
+    /// The slowest groups of exchanges only counted in `http_summary` records (not candidates
+    /// for `slowest`: they have no single durations).
+    public var slowestSummarized: [SummarizedRow]
     public var connectionStats: ConnectionStatsRow
     public var tree: [TreeNode]
     /// Processes with `sample` records, busiest first (ReportVitals.swift).
@@ -146,6 +149,12 @@ public struct Report: Codable, Sendable {
         public var errorNames: [ErrorCount]
         public var requestBytes: Int64
         public var responseBytes: Int64
+        /// What the watched process received and sent: a client's responses and requests, a
+        /// server's requests and responses.
+        public var bytesIn: Int64
+        public var bytesOut: Int64
+        /// First request start → last response end (RATE's time).
+        public var activeSpanUs: Int64?
         public var ttfbUs: Percentiles?
         public var durationUs: Percentiles?
         /// `[{status, count}]`, most frequent first.
@@ -329,6 +338,7 @@ extension Report {
         http = httpRows
         statuses = Report.statusRows(httpRows)
         slowest = Report.slowRows(analysis)
+        slowestSummarized = Report.summarizedRows(analysis)
         self.connectionStats = connectionStats
         self.tree = tree.roots.map(treeNode)
         vitals = Report.vitalsRows(logs)

@@ -326,10 +326,10 @@ public struct HTTPStats: Sendable {
     public private(set) var responseBytes: Int64 = 0
     /// `http` records on a reused connection (`reused: true`).
     public private(set) var reused: Int64 = 0
-    /// Bytes both ways and summed `duration_us` of the `http` records that have a duration:
-    /// the transfer rate while exchanges were in flight.
-    public private(set) var timedBytes: Int64 = 0
-    public private(set) var timedUs: Int64 = 0
+    /// The host's active span: the earliest request start and the latest response end of its
+    /// exchanges (summaries: their `first_ts` and `last_ts`). RATE is the bytes over it.
+    public private(set) var firstTs: Int64?
+    public private(set) var lastTs: Int64?
     public private(set) var schemes: Set<String> = []
     /// The last scheme inserted: most records repeat it, and a compare is cheaper than a hash.
     private var lastScheme: String?
@@ -362,11 +362,19 @@ public struct HTTPStats: Sendable {
             schemes.insert(s)
         }
         if let t = h.ttfbUs { ttfb.record(t) }
-        if let d = h.durationUs {
-            durations.record(d)
-            timedBytes += bytesIn + bytesOut
-            timedUs += Swift.max(0, d)
-        }
+        if let d = h.durationUs { durations.record(d) }
+        if let start = h.requestStartTs { firstTs = Swift.min(firstTs ?? start, start) }
+        let end = h.responseEndTs ?? h.ts
+        lastTs = Swift.max(lastTs ?? end, end)
+    }
+
+    /// Bytes the watched process received and sent: a client receives responses, a server requests.
+    public var bytesIn: Int64 { key.role == "server" ? requestBytes : responseBytes }
+    public var bytesOut: Int64 { key.role == "server" ? responseBytes : requestBytes }
+    /// Both ways over the active span, in bytes per second; nil without a span of at least 1 us.
+    public var rateBytesPerS: Int64? {
+        guard let a = firstTs, let b = lastTs, b > a else { return nil }
+        return Int64((Double(requestBytes + responseBytes) / (Double(b - a) / 1e6)).rounded())
     }
 
     public mutating func add(_ s: HTTPSummaryRecord) {
@@ -381,6 +389,8 @@ public struct HTTPStats: Sendable {
         if let sc = s.scheme { schemes.insert(sc) }
         if let t = s.ttfbUs { ttfb.record(summary: t) }
         if let d = s.durationUs { durations.record(summary: d) }
+        if let f = s.firstTs { firstTs = Swift.min(firstTs ?? f, f) }
+        if let l = s.lastTs { lastTs = Swift.max(lastTs ?? l, l) }
     }
 
     mutating func add(connection c: ConnectionRecord) { connections.add(c) }
@@ -443,8 +453,10 @@ public struct SlowestRequests: Sendable {
         /// Index of its log in `RunAnalysis.logs`, and its line there.
         public var log: Int
         public var line: Int
-        /// The set-up of the connection this exchange opened (its first request), filled in
-        /// when the connection's record arrives.
+        /// The phases (ExchangeTimings.swift); the set-up ones are filled in when the
+        /// connection's record arrives, for the exchange that opened it.
+        public var timings: ExchangeTimings?
+        /// The connection's own phases, for the JSON.
         public var dnsUs: Int64?
         public var connectUs: Int64?
         public var tlsUs: Int64?
@@ -460,23 +472,69 @@ public struct SlowestRequests: Sendable {
         guard limit > 0, let d = h.durationUs else { return }
         if entries.count == limit, let last = entries.last, !Self.slower(d, h.ts, than: last.http) { return }
         let i = entries.firstIndex { Self.slower(d, h.ts, than: $0.http) } ?? entries.count
-        entries.insert(Entry(http: h, log: log, line: line), at: i)
+        entries.insert(Entry(http: h, log: log, line: line, timings: ExchangeTimings(h, connection: nil, lookup: nil)), at: i)
         if entries.count > limit { entries.removeLast() }
     }
 
     /// The connection's set-up, for the kept exchange that was its first request.
-    mutating func add(connection c: ConnectionRecord, log: Int) {
+    mutating func add(connection c: ConnectionRecord, log: Int, lookup: LookupSpan?) {
         guard let id = c.connId else { return }
         for i in entries.indices where entries[i].log == log && entries[i].http.connId == id && entries[i].http.reused != true {
             entries[i].dnsUs = c.dnsUs
             entries[i].connectUs = c.connectUs
             entries[i].tlsUs = c.tls?.phaseUs ?? c.tls?.handshakeUs
+            entries[i].timings = ExchangeTimings(entries[i].http, connection: c, lookup: lookup)
         }
     }
 
     private static func slower(_ d: Int64, _ ts: Int64, than h: HTTPRecord) -> Bool {
         let other = h.durationUs ?? 0
         return d != other ? d > other : ts < h.ts
+    }
+}
+
+/// Exchanges only counted in `http_summary` records, grouped by what a summary names (role,
+/// host, method, status, error), with their largest p99 and max: they have no single records for
+/// SLOWEST REQUESTS, but their slowest groups can be shown beside it.
+public struct SummarizedGroups: Sendable {
+    public struct Key: Hashable, Sendable {
+        public var role: String
+        public var host: String
+        public var method: String?
+        public var status: Int?
+        public var error: String?
+    }
+    public struct Group: Sendable {
+        public var key: Key
+        public var count: Int64 = 0
+        public var p99Us: Int64?
+        public var maxUs: Int64?
+    }
+    /// Distinct groups kept; the exchanges of others are counted in `notKept`.
+    static let limit = 4096
+    public private(set) var groups: [Key: Group] = [:]
+    public private(set) var total: Int64 = 0
+    public private(set) var notKept: Int64 = 0
+
+    mutating func add(_ s: HTTPSummaryRecord) {
+        let n = Swift.max(0, s.count)
+        total += n
+        let key = Key(role: s.role, host: HTTPKey(s).host, method: s.method, status: s.status, error: s.error)
+        guard groups[key] != nil || groups.count < Self.limit else { notKept += n; return }
+        var g = groups[key] ?? Group(key: key)
+        g.count += n
+        if let d = s.durationUs {
+            g.p99Us = Swift.max(g.p99Us ?? d.p99, d.p99)
+            g.maxUs = Swift.max(g.maxUs ?? d.max, d.max)
+        }
+        groups[key] = g
+    }
+
+    /// The `n` groups with the largest max duration (then p99, count).
+    func slowest(_ n: Int) -> [Group] {
+        Array(groups.values.sorted {
+            ($0.maxUs ?? -1, $0.p99Us ?? -1, $0.count, $1.key.host) > ($1.maxUs ?? -1, $1.p99Us ?? -1, $1.count, $0.key.host)
+        }.prefix(n))
     }
 }
 

@@ -18,7 +18,7 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Colour the text report: auto = only when stdout is a terminal and NO_COLOR is unset.")
     var color: ColorMode = .auto
 
-    @Option(help: ArgumentHelp("Write a self-contained HTML report (waterfall, latency per host, CPU and memory, stall flame graph) to this file instead of printing a report.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write a self-contained HTML report (waterfall, latency per host, CPU and memory, stall flame graph) to this file (- for standard output) instead of printing a report.", valueName: "file"))
     var html: String?
 
     @Option(help: ArgumentHelp("How many of the slowest HTTP exchanges to list.", valueName: "n"))
@@ -62,7 +62,10 @@ extension ReportCommand {
             printError("wedjat: warning: stall stacks: \(error)")
         }
         do {
-            try Data(page.render(analysis, report: report).utf8).write(to: URL(fileURLWithPath: path))
+            let html = page.render(analysis, report: report)
+            // `-`: standard output, as for every other output of wedjat.
+            if path == "-" { FileHandle.standardOutput.write(Data(html.utf8)); return }
+            try Data(html.utf8).write(to: URL(fileURLWithPath: path))
         } catch {
             printError("wedjat: error: cannot write \(path): \(error.localizedDescription)")
             throw ExitCode(1)

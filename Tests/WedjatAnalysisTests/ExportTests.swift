@@ -237,9 +237,10 @@ final class ExportTests: XCTestCase {
         // A 417 sent while the client was still uploading: send stops at the response's start.
         let h = HTTPRecord(ts: 3000, pid: 1, role: "client", requestIndex: 1, requestStartTs: 1000, requestEndTs: 2500,
                            responseStartTs: 2000, responseEndTs: 3000)
-        let t = try XCTUnwrap(HARExport.Timings(h, connection: nil, lookups: LookupIndex(ExportInput()), image: 0))
+        let t = try XCTUnwrap(ExchangeTimings(h, connection: nil, lookup: nil))
         XCTAssertEqual([t.send, t.wait, t.receive], [1000, 0, 1000])
         XCTAssertEqual(t.total, 2000)
+        XCTAssertEqual(t.elapsed, 2000)
     }
 
     // MARK: Chrome trace

@@ -12,14 +12,18 @@ public enum HARExport {
         let connections = input.connectionsByID()
         let lookups = LookupIndex(input)
         // Only what sorting needs is kept; each entry is rendered when it is written.
-        var entries: [(start: Int64, index: Int, timings: Timings)] = []
+        var entries: [(start: Int64, index: Int, timings: ExchangeTimings)] = []
         var serverSide = input.leftOutExchanges
         var unplaced = 0
         for (index, e) in input.exchanges.enumerated() {
             let h = e.value
             guard h.role != "server" else { serverSide += 1; continue }
             let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-            guard let timings = Timings(h, connection: connection, lookups: lookups, image: e.image) else {
+            let lookup = connection.flatMap { lookups.lookup(of: $0, image: e.image) }.map {
+                LookupSpan(startTs: $0.startTs ?? $0.ts - ($0.durationUs ?? 0), endTs: ($0.startTs ?? $0.ts - ($0.durationUs ?? 0)) + ($0.durationUs ?? 0),
+                           durationUs: $0.durationUs ?? 0)
+            }
+            guard let timings = ExchangeTimings(h, connection: connection, lookup: lookup) else {
                 unplaced += 1
                 continue
             }
@@ -69,74 +73,12 @@ public enum HARExport {
         return ExportDocument(body: out, count: entries.count, notes: notes)
     }
 
-    /// HAR's phases of one exchange, in microseconds (`nil`: -1, does not apply).
-    struct Timings: Equatable {
-        var startTs: Int64
-        var blocked: Int64?
-        var dns: Int64?
-        var connect: Int64?
-        var ssl: Int64?
-        var send: Int64
-        var wait: Int64
-        var receive: Int64
-
-        /// The entry's `time`: the phases that apply, `ssl` not again (it is inside `connect`).
-        var total: Int64 { (blocked ?? 0) + (dns ?? 0) + (connect ?? 0) + send + wait + receive }
-
-        /// The first exchange of a connection carries its set-up: from the DNS lookup's start
-        /// (when the connection's own lookup is known), the gaps before the connect and after the
-        /// connection was ready as `blocked`, then `dns`, `connect` (TLS included) and `ssl`.
-        /// A reused connection's exchange starts at its request: set-up phases are -1.
-        init?(_ h: HTTPRecord, connection c: ConnectionRecord?, lookups: LookupIndex, image: Int) {
-            guard let requestStart = h.requestStartTs else { return nil }
-            let requestEnd = max(requestStart, h.requestEndTs ?? requestStart)
-            // A response that began before the request ended (an early answer, 100 Continue)
-            // ends the sending: the phases never overlap.
-            let sendEnd = min(requestEnd, h.responseStartTs ?? requestEnd)
-            send = sendEnd - requestStart
-            if let responseStart = h.responseStartTs {
-                wait = max(0, responseStart - sendEnd)
-                receive = max(0, (h.responseEndTs ?? h.ts) - responseStart)
-            } else {
-                // No response: waited until the exchange was cut short (the record's time).
-                wait = max(0, h.ts - sendEnd)
-                receive = 0
-            }
-            startTs = requestStart
-            guard h.requestIndex == 0, let c, let open = c.openTs else { return }
-
-            var start = open
-            var blockedUs: Int64 = 0
-            if let dnsUs = c.dnsUs, dnsUs >= 0 {
-                dns = dnsUs
-                if let lookup = lookups.lookup(of: c, image: image), let lookupStart = lookup.startTs {
-                    start = lookupStart
-                    blockedUs += max(0, open - lookup.ts)
-                } else {
-                    start = open - dnsUs
-                }
-            }
-            var ready = open
-            if let connectUs = c.connectUs, connectUs >= 0 {
-                ready = open + connectUs
-                if let tlsUs = c.tls?.phaseUs, tlsUs >= 0, c.tls?.endTs != nil {
-                    ssl = tlsUs
-                    ready += tlsUs
-                }
-                connect = ready - open
-            }
-            blockedUs += max(0, requestStart - ready)
-            blocked = blockedUs
-            startTs = start
-        }
-    }
-
     /// `httpVersion` when the record has none (logs written before it had): what TLS negotiated
     /// (ALPN), else `HTTP/1.x`: wedjat parses nothing but HTTP/1.0 and HTTP/1.1, so that much is
     /// known, and HAR viewers show it as the protocol.
     static let unknownMinorVersion = "HTTP/1.x"
 
-    private static func entry(_ h: HTTPRecord, timings t: Timings, connection c: ConnectionRecord?) -> ExportJSON {
+    private static func entry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?) -> ExportJSON {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         var request = JSONObject()
         request.add("method", .string(h.method ?? ""))
@@ -167,7 +109,7 @@ public enum HARExport {
         func phase(_ us: Int64?) -> ExportJSON { us.map(ExportJSON.millis) ?? .int(-1) }
         var o = JSONObject()
         o.add("startedDateTime", .string(ExportTime.iso8601(t.startTs)))
-        o.add("time", .millis(t.total))
+        o.add("time", .millis(t.elapsed))
         o.add("request", request.json)
         o.add("response", response.json)
         o.add("cache", .object([]))
