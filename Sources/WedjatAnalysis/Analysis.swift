@@ -140,6 +140,7 @@ public struct RunAnalysis: Sendable {
     public private(set) var dnsDurations = DurationStats()
     public private(set) var slowest: SlowestRequests
     public private(set) var summarizedGroups = SummarizedGroups()
+    public private(set) var endpoints = EndpointCollection()
     /// The current log's lookups, for the set-up of the slowest exchanges.
     private var lookups = LookupTracker()
     public private(set) var readerWarnings: [ReaderWarning] = []
@@ -202,12 +203,14 @@ public struct RunAnalysis: Sendable {
             if let t = h.ttfbUs { ttfb.record(t) }
             if let d = h.durationUs { durations.record(d) }
             slowest.add(h, log: i, line: line)
+            endpoints.add(h)
         case .httpSummary(let s):
             let key = HTTPKey(s)
             http[key, default: HTTPStats(key: key)].add(s)
             if let t = s.ttfbUs { ttfb.record(summary: t) }
             if let d = s.durationUs { durations.record(summary: d) }
             summarizedGroups.add(s)
+            endpoints.add(s)
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
             lookups.add(d, file: i)

@@ -17,6 +17,8 @@ public struct Report: Codable, Sendable {
     public var statuses: [StatusRow]
     /// The slowest exchanges, slowest first.
     public var slowest: [SlowRow]
+    /// Per endpoint (method + path template of one host), by requests (ReportEndpoints).
+    public var endpoints: [EndpointRow]
     /// The slowest groups of exchanges only counted in `http_summary` records (not candidates
     /// for `slowest`: they have no single durations).
     public var slowestSummarized: [SummarizedRow]
@@ -111,6 +113,12 @@ public struct Report: Codable, Sendable {
         /// How many of `count` came from `http_summary` distributions (then the percentiles
         /// are upper bounds); absent when none did.
         public var summarized: Int?
+        /// The run's own spread of each percentile: `[low, high]`, the values at the ranks of a
+        /// 95% confidence interval of that quantile (order statistics: n·q ± 1.96·√(n·q·(1−q))).
+        /// `wedjat diff` calls a change significant only when the two runs' ranges do not overlap.
+        public var p50Range: [Int64]?
+        public var p95Range: [Int64]?
+        public var p99Range: [Int64]?
 
         init(count: Int, p50: Int64, p95: Int64, p99: Int64, max: Int64, summarized: Int? = nil) {
             self.count = count; self.p50 = p50; self.p95 = p95; self.p99 = p99; self.max = max
@@ -122,6 +130,22 @@ public struct Report: Codable, Sendable {
             guard let p = d.percentiles([50, 95, 99]) else { return nil }
             self.init(count: d.count, p50: p[0], p95: p[1], p99: p[2],
                       max: d.max!, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
+            // A range that would reach past the first or last value is not known (too few values
+            // for that percentile): left out.
+            let n = Double(d.count)
+            var wanted: [Double] = []
+            var known: [Bool] = []
+            for q in [0.5, 0.95, 0.99] {
+                let half = 1.96 * (n * q * (1 - q)).squareRoot()
+                let lo = n * q - half, hi = n * q + half + 1
+                known.append(lo >= 1 && hi <= n)
+                wanted += [Swift.max(0, lo / n * 100), Swift.min(100, hi / n * 100)]
+            }
+            if let v = d.percentiles(wanted) {
+                if known[0] { p50Range = [v[0], v[1]] }
+                if known[1] { p95Range = [v[2], v[3]] }
+                if known[2] { p99Range = [v[4], v[5]] }
+            }
         }
     }
 
@@ -338,6 +362,7 @@ extension Report {
         http = httpRows
         statuses = Report.statusRows(httpRows)
         slowest = Report.slowRows(analysis)
+        endpoints = Report.endpointRows(analysis)
         slowestSummarized = Report.summarizedRows(analysis)
         self.connectionStats = connectionStats
         self.tree = tree.roots.map(treeNode)

@@ -46,7 +46,7 @@ struct ReportCommand: ParsableCommand {
             case .never: useColor = false
             case .auto: useColor = isatty(STDOUT_FILENO) == 1 && env["NO_COLOR"] == nil
             }
-            print(TextReport(color: useColor).render(report), terminator: "")
+            print(TextReport(color: useColor, width: terminalWidth()).render(report), terminator: "")
         }
     }
 }
@@ -71,6 +71,15 @@ extension ReportCommand {
             throw ExitCode(1)
         }
     }
+}
+
+/// The terminal's width when stdout is one ($COLUMNS first, as shells set it), else the
+/// report's default (100).
+func terminalWidth() -> Int {
+    if let c = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), c > 0 { return c }
+    var w = winsize()
+    if isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &w) == 0, w.ws_col > 0 { return Int(w.ws_col) }
+    return TextReport.defaultWidth
 }
 
 func printError(_ line: String) {

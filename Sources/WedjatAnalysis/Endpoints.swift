@@ -1,0 +1,126 @@
+// Per endpoint: method + path template (`GET /items/{n}`) of one host, so that `wedjat diff`
+// sees one slow route that the host's or the run's percentiles hide.
+
+/// A request target folded into its route: the query is dropped and the path segments that are
+/// identifiers become placeholders: `{n}` for a number, `{id}` for a UUID, a long hex string or
+/// a long mix of letters and digits (`/items/42?x=1` → `/items/{n}`). Readable names stay.
+public enum PathTemplate {
+    public static func fold(_ target: String) -> String {
+        var path = Substring(target)
+        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
+        // An absolute-form target (a proxy's): only its path.
+        if let scheme = path.range(of: "://") {
+            let afterHost = path[scheme.upperBound...]
+            path = afterHost.firstIndex(of: "/").map { afterHost[$0...] } ?? "/"
+        }
+        guard path.hasPrefix("/") else { return String(path) }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
+            guard !segment.isEmpty else { return "" }
+            if segment.allSatisfy(\.isNumber) { return "{n}" }
+            let hex = segment.allSatisfy { $0.isHexDigit || $0 == "-" }
+            let digits = segment.filter(\.isNumber).count
+            if hex, segment.count >= 8, digits > 0 { return "{id}" }
+            if segment.count >= 16, digits >= 2, segment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) {
+                return "{id}"
+            }
+            return String(segment)
+        }.joined(separator: "/")
+    }
+}
+
+public struct EndpointKey: Hashable, Sendable, Comparable {
+    public var role: String
+    public var host: String
+    public var method: String
+    /// PathTemplate.fold of the target; `?` for exchanges only counted in `http_summary` records
+    /// (summaries have no path), `(other)` past the endpoint limit.
+    public var path: String
+
+    public static func < (a: EndpointKey, b: EndpointKey) -> Bool {
+        (a.role, a.host, a.path, a.method) < (b.role, b.host, b.path, b.method)
+    }
+}
+
+public struct EndpointStats: Sendable {
+    public let key: EndpointKey
+    public private(set) var requests: Int64 = 0
+    public private(set) var summarized: Int64 = 0
+    public private(set) var statusClasses = StatusClasses()
+    /// Exchanges with an `error` (cut short, desync, parse).
+    public private(set) var errors: Int64 = 0
+    public private(set) var ttfb = DurationStats()
+    public private(set) var durations = DurationStats()
+
+    init(key: EndpointKey) { self.key = key }
+
+    mutating func add(_ h: HTTPRecord) {
+        requests += 1
+        statusClasses.add(status: h.status)
+        if h.error != nil { errors += 1 }
+        if let t = h.ttfbUs { ttfb.record(t) }
+        if let d = h.durationUs { durations.record(d) }
+    }
+
+    mutating func add(_ s: HTTPSummaryRecord) {
+        let n = Swift.max(0, s.count)
+        requests += n
+        summarized += n
+        statusClasses.add(status: s.status, count: n)
+        errors += Swift.max(0, s.errors)
+        if let t = s.ttfbUs { ttfb.record(summary: t) }
+        if let d = s.durationUs { durations.record(summary: d) }
+    }
+}
+
+/// The endpoints of a run, at most `limit` (each holds two latency distributions); the
+/// exchanges of the others are counted under their host's `(other)`.
+public struct EndpointCollection: Sendable {
+    public static let limit = 2000
+    public private(set) var endpoints: [EndpointKey: EndpointStats] = [:]
+
+    mutating func add(_ h: HTTPRecord) {
+        let key = EndpointKey(role: h.role, host: HTTPKey(h).host, method: h.method ?? "?", path: PathTemplate.fold(h.path ?? ""))
+        let k = admit(key)
+        endpoints[k, default: EndpointStats(key: k)].add(h)
+    }
+
+    mutating func add(_ s: HTTPSummaryRecord) {
+        let key = EndpointKey(role: s.role, host: HTTPKey(s).host, method: s.method ?? "?", path: "?")
+        let k = admit(key)
+        endpoints[k, default: EndpointStats(key: k)].add(s)
+    }
+
+    private func admit(_ key: EndpointKey) -> EndpointKey {
+        if endpoints[key] != nil || endpoints.count < Self.limit { return key }
+        return EndpointKey(role: key.role, host: key.host, method: "*", path: "(other)")
+    }
+}
+
+extension Report {
+    public struct EndpointRow: Codable, Sendable {
+        /// `GET /items/{n}`.
+        public var key: String
+        public var role: String
+        public var host: String
+        public var method: String
+        public var path: String
+        public var requests: Int64
+        public var summarized: Int64
+        public var statusClasses: StatusClasses
+        public var errors: Int64
+        public var httpErrorRate: Double?
+        public var ttfbUs: Percentiles?
+        public var durationUs: Percentiles?
+    }
+
+    static func endpointRows(_ analysis: RunAnalysis) -> [EndpointRow] {
+        analysis.endpoints.endpoints.values
+            .sorted { $0.requests != $1.requests ? $0.requests > $1.requests : $0.key < $1.key }
+            .map { e in
+                EndpointRow(key: e.key.method + " " + e.key.path, role: e.key.role, host: e.key.host, method: e.key.method,
+                            path: e.key.path, requests: e.requests, summarized: e.summarized, statusClasses: e.statusClasses,
+                            errors: e.errors, httpErrorRate: rate(e.statusClasses.s4xx + e.statusClasses.s5xx, e.requests),
+                            ttfbUs: Percentiles(e.ttfb), durationUs: Percentiles(e.durations))
+            }
+    }
+}
