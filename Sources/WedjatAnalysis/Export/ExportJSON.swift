@@ -151,6 +151,16 @@ public struct ExportText: @unchecked Sendable {
     public var string: String { String(decoding: chunks.joined(), as: UTF8.self) }
 
 
+    public mutating func append(bytes: [UInt8]) {
+        if chunks.isEmpty || chunks[chunks.count - 1].count + bytes.count > ExportText.chunkSize {
+            if let sink, let full = chunks.popLast() { sink(full) }
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(max(ExportText.chunkSize, bytes.count))
+            chunks.append(chunk)
+        }
+        chunks[chunks.count - 1].append(contentsOf: bytes)
+    }
+
     public mutating func append(_ text: String) {
         let count = text.utf8.count
         if chunks.isEmpty || chunks[chunks.count - 1].count + count > ExportText.chunkSize {

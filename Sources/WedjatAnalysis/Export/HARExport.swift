@@ -4,81 +4,12 @@ import Foundation
 /// records, with the connect, TLS and DNS phases of their connections. Unknown values are
 /// `-1` (sizes, phases that do not apply) or `""` (strings), as the spec allows.
 public enum HARExport {
-    /// A client's view: server-side exchanges are left out (they are in the other exports).
-    public static let contents: ExportInput.Contents = [.clientExchanges, .httpConnections, .lookups]
-
-    /// `text`: where to write (an `ExportText` with a sink streams to a file).
-    public static func render(_ input: ExportInput, into text: ExportText = ExportText()) -> ExportDocument {
-        let connections = input.connectionsByID()
-        let lookups = LookupIndex(input)
-        // Only what sorting needs is kept; each entry is rendered when it is written.
-        var entries: [(start: Int64, index: Int, timings: ExchangeTimings)] = []
-        var serverSide = input.leftOutExchanges
-        var unplaced = 0
-        for (index, e) in input.exchanges.enumerated() {
-            let h = e.value
-            guard h.role != "server" else { serverSide += 1; continue }
-            let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-            let lookup = connection.flatMap { lookups.lookup(of: $0, image: e.image) }.map {
-                LookupSpan(startTs: $0.startTs ?? $0.ts - ($0.durationUs ?? 0), endTs: ($0.startTs ?? $0.ts - ($0.durationUs ?? 0)) + ($0.durationUs ?? 0),
-                           durationUs: $0.durationUs ?? 0)
-            }
-            guard let timings = ExchangeTimings(h, connection: connection, lookup: lookup) else {
-                unplaced += 1
-                continue
-            }
-            entries.append((timings.startTs, index, timings))
-        }
-        entries.sort { ($0.start, $0.index) < ($1.start, $1.index) }
-
-        var notes: [String] = []
-        if serverSide > 0 {
-            notes.append("\(serverSide) server-side exchange\(serverSide == 1 ? "" : "s") left out of the HAR (a client's view; they are in the trace and OTLP exports)")
-        }
-        if unplaced > 0 {
-            notes.append("\(unplaced) exchange\(unplaced == 1 ? "" : "s") without a request start left out of the HAR")
-        }
-        // Said in the file too (HAR's `log.comment`), for whoever opens it in a viewer; the
-        // summarized exchanges are a warning of `wedjat export`'s own (ExportInput.summarizedWarning).
-        var comment = notes
-        if input.summarizedClientExchanges > 0 {
-            let n = input.summarizedClientExchanges
-            comment.append("\(n) client exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and \(n == 1 ? "has" : "have") no entry")
-        }
-        let version = input.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
-        let log = { (entries: ExportJSON) -> ExportJSON in
-            var log = JSONObject()
-            log.add("version", .string("1.2"))
-            log.add("creator", .object([("name", .string("wedjat")), ("version", .string(version))]))
-            log.add("entries", entries)
-            if !comment.isEmpty { log.add("comment", .string(comment.joined(separator: "; ") + ".")) }
-            return .object([("log", log.json)])
-        }
-        var out = text
-        if entries.isEmpty {
-            out.append(log(.array([])).rendered(indent: 2))
-        } else {
-            let frame = ExportText.frame(log, indent: 2)
-            out.append(frame.open)
-            for (i, e) in entries.enumerated() {
-                if i > 0 { out.append(frame.separator) }
-                let exchange = input.exchanges[e.index]
-                let connection = exchange.value.connId.flatMap { connections[ConnectionKey(image: exchange.image, connId: $0)] }
-                // At its depth in the document: log.entries[i].
-                out.append(entry(exchange.value, timings: e.timings, connection: connection).rendered(indent: 2, level: 3))
-            }
-            out.append(frame.close)
-        }
-        out.append("\n")
-        return ExportDocument(body: out, count: entries.count, notes: notes)
-    }
-
     /// `httpVersion` when the record has none (logs written before it had): what TLS negotiated
     /// (ALPN), else `HTTP/1.x`: wedjat parses nothing but HTTP/1.0 and HTTP/1.1, so that much is
     /// known, and HAR viewers show it as the protocol.
     static let unknownMinorVersion = "HTTP/1.x"
 
-    private static func entry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?) -> ExportJSON {
+    static func entry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?) -> ExportJSON {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         var request = JSONObject()
         request.add("method", .string(h.method ?? ""))
@@ -119,11 +50,9 @@ public enum HARExport {
             ("ssl", phase(t.ssl)),
         ]))
         o.add("serverIPAddress", h.peer.map { AddressParts.split($0).host })
-        if let local = c?.local, let port = AddressParts.split(local).port {
-            o.add("connection", String(port))
-        } else if let id = h.connId {
-            o.add("connection", "\(h.pid)-\(id)")
-        }
+        // Unique within the run (local ports are reused), and the same for every exchange of a
+        // connection, which is written before the connection's record.
+        if let id = h.connId { o.add("connection", "\(h.pid)-\(id)") }
         o.add("_pid", .int(Int64(h.pid)))
         o.add("_error", h.error)
         return o.json
@@ -148,24 +77,3 @@ public enum HARExport {
     }
 }
 
-/// The `dns` records of each image by name, to find a connection's own lookup (its `dns_us`
-/// says there was one; this finds when it started).
-struct LookupIndex {
-    private var byName: [String: [DNSRecord]] = [:]
-
-    init(_ input: ExportInput) {
-        for l in input.lookups {
-            guard let name = l.value.name else { continue }
-            byName["\(l.image)/\(name)", default: []].append(l.value)
-        }
-    }
-
-    /// The latest lookup of the connection's host with its `dns_us`, ended at most 1 s before
-    /// the connect (the rule by which the writer gave the connection its `dns_us`).
-    func lookup(of c: ConnectionRecord, image: Int) -> DNSRecord? {
-        guard let host = c.host, let dnsUs = c.dnsUs, let open = c.openTs else { return nil }
-        return byName["\(image)/\(host)"]?
-            .filter { $0.durationUs == dnsUs && $0.ts <= open && open - $0.ts <= 1_000_000 }
-            .max { $0.ts < $1.ts }
-    }
-}

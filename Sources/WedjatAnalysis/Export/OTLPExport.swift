@@ -17,159 +17,13 @@ public enum OTLPExport {
     static let statusError: Int64 = 2
     static let temporalityCumulative: Int64 = 2
 
-    /// Connections only for their TLS protocol (ALPN: `network.protocol.version` of logs whose
-    /// `http` records have no `version`).
-    public static let contents: ExportInput.Contents = [.clientExchanges, .serverExchanges, .httpConnections, .lookups]
-
-    /// All spans in one `ExportTraceServiceRequest`, one line of JSON.
-    public static func traces(_ input: ExportInput) -> ExportDocument {
-        var doc = ExportDocument(text: "", count: 0, notes: [])
-        let (_, notes) = traces(input) { doc = $0; return true }
-        doc.notes = notes
-        return doc
-    }
-
-    /// The spans as `ExportTraceServiceRequest`s of at most `spansPerRequest` spans (collectors
-    /// cap a request's size), each one line of JSON handed to `emit` as soon as it is complete:
-    /// only one request is in memory. `emit` returns false to stop. Returns the spans made, and
-    /// notes on what has none.
-    public static func traces(_ input: ExportInput, spansPerRequest: Int = .max,
-                              emit: (ExportDocument) -> Bool) -> (spans: Int, notes: [String]) {
-        let connections = input.connectionsByID()
-        let exchangesByImage = Dictionary(grouping: input.exchanges.indices) { input.exchanges[$0].image }
-        let lookupsByImage = Dictionary(grouping: input.lookups.indices) { input.lookups[$0].image }
-        let outer = ExportText.frame { .object([("resourceSpans", $0)]) }
-        var batch = ExportText()
-        var inBatch = 0            // spans in the current request
-        var resourcesInBatch = 0
-        var openResource: Int?     // the image whose resource is open in the current request
-        var total = 0
-        var stopped = false
-
-        func finishBatch() {
-            guard inBatch > 0 else { return }
-            batch.append(inner(openResource!).close)
-            batch.append(outer.close)
-            stopped = !emit(ExportDocument(body: batch, count: inBatch, notes: []))
-            batch = ExportText()
-            inBatch = 0
-            resourcesInBatch = 0
-            openResource = nil
-        }
-        func inner(_ image: Int) -> (open: String, separator: String, close: String) {
-            ExportText.frame {
-                .object([("resource", resource(input.images[image])),
-                         ("scopeSpans", .array([.object([("scope", scope(input)), ("spans", $0)])]))])
-            }
-        }
-        func add(_ span: ExportJSON?, image: Int) {
-            guard let span, !stopped else { return }
-            if inBatch == spansPerRequest { finishBatch() }
-            if stopped { return }
-            if openResource != image {
-                if let open = openResource { batch.append(inner(open).close) }
-                batch.append(resourcesInBatch == 0 ? outer.open : outer.separator)
-                batch.append(inner(image).open)
-                openResource = image
-                resourcesInBatch += 1
-            } else {
-                batch.append(inner(image).separator)
-            }
-            // Rendered one at a time: the request is never a tree in memory.
-            batch.append(span.rendered())
-            inBatch += 1
-            total += 1
-        }
-        for (i, image) in input.images.enumerated() {
-            for k in exchangesByImage[i] ?? [] {
-                let e = input.exchanges[k]
-                let connection = e.value.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-                add(httpSpan(e.value, connection: connection, image: image), image: i)
-            }
-            for k in lookupsByImage[i] ?? [] { add(dnsSpan(input.lookups[k].value, image: image), image: i) }
-        }
-        if total == 0 {
-            _ = emit(ExportDocument(text: ExportJSON.object([("resourceSpans", .array([]))]).rendered(), count: 0, notes: []))
-        } else {
-            finishBatch()
-        }
-        // Exchanges only in http_summary records have no span: ExportInput.summarizedWarning.
-        return (total, [])
-    }
-
-    /// `ExportMetricsServiceRequest` as one line of JSON: per process image, the three duration histograms
-    /// over its whole life (cumulative, from the image's start to its end).
-    public static func metrics(_ input: ExportInput) -> ExportDocument {
-        var client: [Int: HistogramSet] = [:]
-        var server: [Int: HistogramSet] = [:]
-        var dns: [Int: HistogramSet] = [:]
-        let connections = input.connectionsByID()
-        for e in input.exchanges {
-            let h = e.value
-            guard let start = h.requestStartTs else { continue }
-            let duration = max(0, h.endTs - start)
-            let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-            let attributes = httpMetricAttributes(h, connection: connection)
-            if h.role == "server" {
-                server[e.image, default: HistogramSet()].record(duration, attributes: attributes)
-            } else {
-                client[e.image, default: HistogramSet()].record(duration, attributes: attributes)
-            }
-        }
-        // Exchanges past the record budget: their summaries' exact counts.
-        for e in input.summaries {
-            guard let (d, b) = foldable(e.value) else { continue }
-            let attributes = summaryMetricAttributes(e.value)
-            if e.value.role == "server" {
-                server[e.image, default: HistogramSet()].add(d, b, attributes: attributes)
-            } else {
-                client[e.image, default: HistogramSet()].add(d, b, attributes: attributes)
-            }
-        }
-        for l in input.lookups {
-            guard let d = l.value.durationUs else { continue }
-            var attrs = Attributes()
-            attrs.add("dns.question.name", l.value.name ?? "")
-            attrs.add("error.type", l.value.error)
-            dns[l.image, default: HistogramSet()].record(d, attributes: attrs)
-        }
-        var resourceMetrics: [ExportJSON] = []
-        var count = 0
-        for (i, image) in input.images.enumerated() {
-            let start = image.startTs * 1000
-            let end = image.lastKnownTs * 1000
-            var metrics: [ExportJSON] = []
-            for (name, description, set) in [
-                ("http.client.request.duration", "Duration of HTTP client requests.", client[i]),
-                ("http.server.request.duration", "Duration of HTTP server requests.", server[i]),
-                ("dns.lookup.duration", "Measures the time taken to perform a DNS lookup.", dns[i]),
-            ] {
-                guard let set, !set.points.isEmpty else { continue }
-                count += set.points.count
-                metrics.append(.object([
-                    ("name", .string(name)), ("description", .string(description)), ("unit", .string("s")),
-                    ("histogram", .object([
-                        ("dataPoints", .array(set.points.map { $0.json(start: start, end: end) })),
-                        ("aggregationTemporality", .int(temporalityCumulative)),
-                    ])),
-                ]))
-            }
-            guard !metrics.isEmpty else { continue }
-            resourceMetrics.append(.object([
-                ("resource", resource(image)),
-                ("scopeMetrics", .array([.object([("scope", scope(input)), ("metrics", .array(metrics))])])),
-            ]))
-        }
-        let doc: ExportJSON = .object([("resourceMetrics", .array(resourceMetrics))])
-        return ExportDocument(text: doc.rendered(), count: count, notes: [])
-    }
-
     // MARK: spans
 
     static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"]
 
-    private static func httpSpan(_ h: HTTPRecord, connection: ConnectionRecord?, image: ProcessLog) -> ExportJSON? {
-        guard let start = h.requestStartTs else { return nil }
+    /// One span of an HTTP exchange, written into `w` (OTLPStream).
+    static func writeHTTPSpan(_ h: HTTPRecord, connection: ConnectionRecord?, image: ProcessLog, into w: inout JSONBytes) {
+        guard let start = h.requestStartTs else { return }
         let isServer = h.role == "server"
         let method = h.method ?? ""
         let known = knownMethods.contains(method)
@@ -202,17 +56,19 @@ public enum OTLPExport {
         attrs.add("error.type", errorType)
 
         let identity = "http/\(h.role)/\(h.connId.map(String.init) ?? "ts\(h.ts)")/\(h.requestIndex.map(String.init) ?? "-")"
-        var span = JSONObject()
         let ids = SpanIDs(image: image, identity: identity)
-        span.add("traceId", ids.traceId)
-        span.add("spanId", ids.spanId)
-        span.add("name", .string(known ? method : "HTTP"))
-        span.add("kind", .int((isServer ? SpanKind.server : SpanKind.client).rawValue))
-        span.add("startTimeUnixNano", .string(String(start * 1000)))
-        span.add("endTimeUnixNano", .string(String(max(start, h.endTs) * 1000)))
-        span.add("attributes", attrs.json)
-        if let errorType { span.add("status", .object([("message", .string(errorType)), ("code", .int(statusError))])) }
-        return span.json
+        w.openObject()
+        w.key("traceId"); w.string(ids.traceId)
+        w.key("spanId"); w.string(ids.spanId)
+        w.key("name"); w.string(known ? method : "HTTP")
+        w.key("kind"); w.int((isServer ? SpanKind.server : SpanKind.client).rawValue)
+        w.key("startTimeUnixNano"); w.intString(start * 1000)
+        w.key("endTimeUnixNano"); w.intString(max(start, h.endTs) * 1000)
+        w.key("attributes"); attrs.write(into: &w)
+        if let errorType {
+            w.key("status"); w.object { $0.key("message"); $0.string(errorType); $0.key("code"); $0.int(statusError) }
+        }
+        w.closeObject()
     }
 
     /// The semantic conventions' `error.type`: a client's 4xx and 5xx, a server's 5xx (as the
@@ -229,14 +85,14 @@ public enum OTLPExport {
         }
     }
 
-    private static func httpMetricAttributes(_ h: HTTPRecord, connection: ConnectionRecord?) -> Attributes {
+    static func httpMetricAttributes(_ h: HTTPRecord, connection: ConnectionRecord?) -> Attributes {
         metricAttributes(method: h.method, scheme: h.schemeOrHTTP, role: h.role, server: h.server,
                          version: h.protocolVersion(connection: connection), status: h.status, errorType: httpErrorType(h))
     }
 
     /// An `http_summary`'s: its key holds the same fields (no peer: a client summary without a
     /// host names no server address).
-    private static func summaryMetricAttributes(_ s: HTTPSummaryRecord) -> Attributes {
+    static func summaryMetricAttributes(_ s: HTTPSummaryRecord) -> Attributes {
         let scheme = s.scheme ?? "http"
         let version: String? = switch s.version { case "HTTP/1.0"?: "1.0"; case "HTTP/1.1"?: "1.1"; default: nil }
         return metricAttributes(method: s.method, scheme: scheme, role: s.role,
@@ -268,8 +124,8 @@ public enum OTLPExport {
         return (d, b)
     }
 
-    private static func dnsSpan(_ d: DNSRecord, image: ProcessLog) -> ExportJSON? {
-        guard let duration = d.durationUs else { return nil }
+    static func writeDNSSpan(_ d: DNSRecord, image: ProcessLog, into w: inout JSONBytes) {
+        guard let duration = d.durationUs else { return }
         let start = d.startTs ?? (d.ts - duration)
         var attrs = Attributes()
         attrs.add("dns.question.name", d.name ?? "")
@@ -277,26 +133,21 @@ public enum OTLPExport {
         attrs.add("wedjat.dns.api", d.api)
         attrs.add("error.type", d.error)
         let ids = SpanIDs(image: image, identity: "dns/\(d.tid.map(String.init) ?? "-")/\(start)/\(d.name ?? "")")
-        var span = JSONObject()
-        span.add("traceId", ids.traceId)
-        span.add("spanId", ids.spanId)
-        span.add("name", .string(d.api ?? "dns lookup"))
-        span.add("kind", .int(SpanKind.client.rawValue))
-        span.add("startTimeUnixNano", .string(String(start * 1000)))
-        span.add("endTimeUnixNano", .string(String((start + max(0, duration)) * 1000)))
-        span.add("attributes", attrs.json)
-        if let error = d.error { span.add("status", .object([("message", .string(error)), ("code", .int(statusError))])) }
-        return span.json
+        w.openObject()
+        w.key("traceId"); w.string(ids.traceId)
+        w.key("spanId"); w.string(ids.spanId)
+        w.key("name"); w.string(d.api ?? "dns lookup")
+        w.key("kind"); w.int(SpanKind.client.rawValue)
+        w.key("startTimeUnixNano"); w.intString(start * 1000)
+        w.key("endTimeUnixNano"); w.intString((start + max(0, duration)) * 1000)
+        w.key("attributes"); attrs.write(into: &w)
+        if let error = d.error {
+            w.key("status"); w.object { $0.key("message"); $0.string(error); $0.key("code"); $0.int(statusError) }
+        }
+        w.closeObject()
     }
 
     // MARK: resource, scope
-
-    private static func scope(_ input: ExportInput) -> ExportJSON {
-        var o = JSONObject()
-        o.add("name", "wedjat")
-        o.add("version", input.images.lazy.compactMap { $0.start?.wedjatVersion }.first)
-        return o.json
-    }
 
     /// The process image as an OpenTelemetry resource (`service.name` is the program).
     static func resource(_ image: ProcessLog) -> ExportJSON {
@@ -318,20 +169,58 @@ public enum OTLPExport {
 
     // MARK: building blocks
 
-    /// OTLP `KeyValue`s, in the order added; nil values are left out.
+    /// OTLP `KeyValue`s, in the order added; nil values are left out. Compared and hashed by
+    /// their keys and values (an attribute set is a histogram's data point key).
     struct Attributes: Hashable {
-        private(set) var pairs: [(String, ExportJSON)] = []
+        enum Value: Hashable {
+            case string(String)
+            case int(Int64)
+            case strings([String])
+        }
+        private(set) var pairs: [(key: String, value: Value)] = []
 
-        mutating func add(_ key: String, _ value: String?) { if let value { pairs.append((key, .object([("stringValue", .string(value))]))) } }
-        mutating func add(_ key: String, _ value: Int64?) { if let value { pairs.append((key, .object([("intValue", .string(String(value)))]))) } }
-        mutating func add(_ key: String, strings: [String]) {
-            pairs.append((key, .object([("arrayValue", .object([("values", .array(strings.map { .object([("stringValue", .string($0))]) }))]))])))
+        mutating func add(_ key: String, _ value: String?) { if let value { pairs.append((key, .string(value))) } }
+        mutating func add(_ key: String, _ value: Int64?) { if let value { pairs.append((key, .int(value))) } }
+        mutating func add(_ key: String, strings: [String]) { pairs.append((key, .strings(strings))) }
+
+        var json: ExportJSON {
+            .array(pairs.map { p in
+                let v: ExportJSON
+                switch p.value {
+                case .string(let s): v = .object([("stringValue", .string(s))])
+                case .int(let n): v = .object([("intValue", .string(String(n)))])
+                case .strings(let l): v = .object([("arrayValue", .object([("values", .array(l.map { .object([("stringValue", .string($0))]) }))]))])
+                }
+                return .object([("key", .string(p.key)), ("value", v)])
+            })
         }
 
-        var json: ExportJSON { .array(pairs.map { .object([("key", .string($0.0)), ("value", $0.1)]) }) }
+        func write(into w: inout JSONBytes) {
+            w.array { w in
+                for p in pairs {
+                    w.openObject()
+                    w.key("key"); w.string(p.key)
+                    w.key("value")
+                    switch p.value {
+                    case .string(let s): w.object { $0.key("stringValue"); $0.string(s) }
+                    case .int(let n): w.object { $0.key("intValue"); $0.intString(n) }
+                    case .strings(let l):
+                        w.object { o in
+                            o.key("arrayValue")
+                            o.object { a in a.key("values"); a.array { for x in l { $0.object { $0.key("stringValue"); $0.string(x) } } } }
+                        }
+                    }
+                    w.closeObject()
+                }
+            }
+        }
 
-        static func == (a: Attributes, b: Attributes) -> Bool { a.json == b.json }
-        func hash(into hasher: inout Hasher) { hasher.combine(json.rendered()) }
+        static func == (a: Attributes, b: Attributes) -> Bool {
+            a.pairs.count == b.pairs.count && zip(a.pairs, b.pairs).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        }
+        func hash(into hasher: inout Hasher) {
+            for p in pairs { hasher.combine(p.key); hasher.combine(p.value) }
+        }
     }
 
     /// Histograms of one metric, one data point per distinct attribute set (in first-seen order).
@@ -414,7 +303,9 @@ public enum OTLPExport {
 
         static func fnv1a(_ s: String, seed: UInt8) -> UInt64 {
             var h: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in [seed] + Array(s.utf8) {
+            h ^= UInt64(seed)
+            h = h &* 0x0000_0100_0000_01b3
+            for byte in s.utf8 {
                 h ^= UInt64(byte)
                 h = h &* 0x0000_0100_0000_01b3
             }
