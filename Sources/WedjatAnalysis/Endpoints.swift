@@ -48,8 +48,9 @@ public struct EndpointStats: Sendable {
     public private(set) var statusClasses = StatusClasses()
     /// Exchanges with an `error` (cut short, desync, parse).
     public private(set) var errors: Int64 = 0
-    public private(set) var ttfb = DurationStats()
-    public private(set) var durations = DurationStats()
+    /// Within 1% (DurationStats' coarse histograms): a run has many endpoints.
+    public private(set) var ttfb = DurationStats(coarse: true)
+    public private(set) var durations = DurationStats(coarse: true)
 
     init(key: EndpointKey) { self.key = key }
 
@@ -75,7 +76,7 @@ public struct EndpointStats: Sendable {
 /// The endpoints of a run, at most `limit` (each holds two latency distributions); the
 /// exchanges of the others are counted under their host's `(other)`.
 public struct EndpointCollection: Sendable {
-    public static let limit = 2000
+    public static let limit = 1000
     public private(set) var endpoints: [EndpointKey: EndpointStats] = [:]
 
     mutating func add(_ h: HTTPRecord) {

@@ -23,6 +23,9 @@ final class JSONDocument {
         var next: Int32
     }
 
+    /// Objects of strings (`http.headers`) are decoded when true, only checked when false.
+    var keepStringMaps = true
+
     /// Deeper texts are rejected: recursion stays bounded whatever a line holds.
     static let maxDepth = 512
 

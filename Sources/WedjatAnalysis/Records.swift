@@ -746,6 +746,12 @@ struct Fields {
     func stringMap(_ key: String) throws(RecordDecodeError) -> [String: String]? {
         guard let v = try raw(key, required: false, expected: "an object of strings") else { return nil }
         guard doc.kind(v) == .object else { throw bad(key, "an object of strings") }
+        guard doc.keepStringMaps else {
+            var allStrings = true
+            doc.forEachMember(v) { _, e in allStrings = doc.kind(e) == .string; return allStrings }
+            guard allStrings else { throw bad(key, "an object of strings") }
+            return [:]
+        }
         var out = [String: String](minimumCapacity: 8)   // no regrowth for the usual few headers
         var allStrings = true
         doc.forEachMember(v) { k, e in

@@ -25,9 +25,14 @@ public struct DurationStats: Sendable {
         var count: UInt64
     }
 
-    public init() { smallLimit = DurationStats.smallLimit }
+    /// 2 significant digits (values within 1%) instead of 3: a histogram of about 6 KiB instead of
+    /// 45, for the many small distributions of endpoints.
+    private let coarse: Bool
+
+    public init() { smallLimit = DurationStats.smallLimit; coarse = false }
     /// For tests: 0 puts every value into the histogram from the first.
-    init(smallLimit: Int) { self.smallLimit = smallLimit }
+    init(smallLimit: Int) { self.smallLimit = smallLimit; coarse = false }
+    init(coarse: Bool) { smallLimit = DurationStats.smallLimit; self.coarse = coarse }
 
     /// Values that came from `http_summary` distributions, not from single observations.
     public private(set) var approximateCount = 0
@@ -44,7 +49,7 @@ public struct DurationStats: Sendable {
         } else if small.count < smallLimit {
             small.append(ValueCount(value: value, count: count))
         } else {
-            narrow = Buckets.makeHistogram()
+            narrow = Buckets.makeHistogram(coarse: coarse)
             for v in small { recordInHistogram(v.value, count: v.count) }
             recordInHistogram(value, count: count)
             small = []
@@ -62,7 +67,7 @@ public struct DurationStats: Sendable {
             }
             // Each bucket's count at a value of that bucket: the same bucketing, so the same
             // percentiles.
-            var w: Histogram<UInt64> = Buckets.makeHistogram()
+            var w: Histogram<UInt64> = Buckets.makeHistogram(coarse: coarse)
             for b in narrow!.recordedValues() { _ = w.record(b.value, count: UInt64(b.count)) }
             wide = w
             narrow = nil
@@ -75,13 +80,14 @@ public struct DurationStats: Sendable {
         /// Sized for values up to about a second from the start (11,264 counts): growing an
         /// HdrHistogram one bucket at a time from nothing is slow (each step copies the
         /// counts), and most latencies are below that. Longer ones still grow it (autoResize).
-        static func makeHistogram<Count>() -> Histogram<Count> {
-            var h = Histogram<Count>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
+        static func makeHistogram<Count>(coarse: Bool = false) -> Histogram<Count> {
+            var h = Histogram<Count>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: coarse ? .two : .three)
             h.autoResize = true
             return h
         }
         /// Which values share a bucket depends only on the configuration, not on the counts.
         static let layout: Histogram<UInt64> = makeHistogram()
+        static let coarseLayout: Histogram<UInt64> = makeHistogram(coarse: true)
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
@@ -136,7 +142,7 @@ public struct DurationStats: Sendable {
         // The histogram's walk over the few values: their buckets in ascending order, each
         // reported at its highest equivalent value with the count up to it; the smallest value
         // is 0 if one was recorded, else the smallest, and the largest is the largest recorded.
-        let layout = Buckets.layout
+        let layout = coarse ? Buckets.coarseLayout : Buckets.layout
         let sorted = small.sorted { $0.value < $1.value }
         var byBucket: [(lowest: UInt64, highest: UInt64, count: UInt64)] = []
         for v in sorted {

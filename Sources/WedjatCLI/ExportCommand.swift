@@ -75,7 +75,9 @@ struct ExportCommand: ParsableCommand {
                 otlp: wantOTLP ? { doc in otlp.deliver(doc) } : nil, spansPerRequest: Self.spansPerRequest)
             let result: ExportStream.Result
             do {
-                result = try ExportStream.run(paths: inputs, outputs: outputs)
+                var reader = LogReader()
+                reader.threads = readThreads()
+                result = try ExportStream.run(paths: inputs, outputs: outputs, reader: reader)
             } catch {
                 for w in error.warnings { printError("wedjat: " + w.description) }
                 printError("wedjat: error: \(error.description)")

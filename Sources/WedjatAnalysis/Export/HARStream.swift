@@ -73,8 +73,8 @@ final class HARStream: ExportConsumer {
     private func entry(_ h: HTTPRecord, connection: ConnectionRecord?, lookup: LookupSpan?) {
         guard let t = ExchangeTimings(h, connection: connection, lookup: lookup) else { unplaced += 1; return }
         // At its depth in the document: log.entries[i].
-        let json = HARExport.entry(h, timings: t, connection: connection).rendered(indent: 2, level: 3)
-        buffer.append(Entry(start: t.startTs, seq: seq, bytes: Array(json.utf8)))
+        let json = HARExport.entry(h, timings: t, connection: connection).renderedBytes(indent: 2, level: 3)
+        buffer.append(Entry(start: t.startTs, seq: seq, bytes: json))
         seq += 1
         entries += 1
         if buffer.count >= runLength { spillBuffer() }
