@@ -153,12 +153,20 @@ public struct RunAnalysis: Sendable {
     private var connectionHostsLog = -1
 
     /// `slowest`: how many of the slowest exchanges to keep.
-    public init(slowest: Int = 10) { self.slowest = SlowestRequests(limit: slowest) }
+    /// Whether single requests are collected for the HTML waterfall (only the HTML report draws
+    /// them: the text and JSON reports skip that work).
+    public let collectsRequests: Bool
+
+    public init(slowest: Int = 10, collectRequests: Bool = true) {
+        self.slowest = SlowestRequests(limit: slowest)
+        collectsRequests = collectRequests
+    }
 
     /// Reads `paths` (files or directories). Throws when there is nothing to report on; the
     /// failure carries the reader's warnings so the caller can show why.
-    public static func load(paths: [String], reader: LogReader = LogReader(), slowest: Int = 10) throws(LoadFailure) -> RunAnalysis {
-        var analysis = RunAnalysis(slowest: slowest)
+    public static func load(paths: [String], reader: LogReader = LogReader(), slowest: Int = 10,
+                            collectRequests: Bool = true) throws(LoadFailure) -> RunAnalysis {
+        var analysis = RunAnalysis(slowest: slowest, collectRequests: collectRequests)
         var reader = reader
         do {
             try reader.read(paths: paths) { file, line, record in analysis.add(record, file: file, line: line) }
@@ -185,7 +193,7 @@ public struct RunAnalysis: Sendable {
         lastFile = file
         lastIndex = i
         logs[i].add(record)
-        requests.add(record, file: i)
+        if collectsRequests { requests.add(record, file: i) }
         switch record {
         case .connection(let c):
             let key = PeerKey(c)

@@ -6,25 +6,61 @@
 /// a long mix of letters and digits (`/items/42?x=1` → `/items/{n}`). Readable names stay.
 public enum PathTemplate {
     public static func fold(_ target: String) -> String {
-        var path = Substring(target)
-        if let q = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = path[..<q] }
-        // An absolute-form target (a proxy's): only its path.
-        if let scheme = path.range(of: "://") {
-            let afterHost = path[scheme.upperBound...]
-            path = afterHost.firstIndex(of: "/").map { afterHost[$0...] } ?? "/"
+        var target = target
+        return target.withUTF8 { fold(bytes: $0) } ?? target
+    }
+
+    /// nil when the target is its own template (no query, no identifier): the common case
+    /// costs one scan of the bytes and no allocation.
+    private static func fold(bytes u: UnsafeBufferPointer<UInt8>) -> String? {
+        let slash = UInt8(ascii: "/")
+        var end = u.count
+        var needs = false
+        for (i, c) in u.enumerated() {
+            if c == UInt8(ascii: "?") || c == UInt8(ascii: "#") { end = i; needs = true; break }
+            if c >= 0x30 && c <= 0x39 { needs = true }
+            if c == UInt8(ascii: ":"), i + 2 < u.count, u[i + 1] == slash, u[i + 2] == slash { needs = true }
         }
-        guard path.hasPrefix("/") else { return String(path) }
-        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
-            guard !segment.isEmpty else { return "" }
-            if segment.allSatisfy(\.isNumber) { return "{n}" }
-            let hex = segment.allSatisfy { $0.isHexDigit || $0 == "-" }
-            let digits = segment.filter(\.isNumber).count
-            if hex, segment.count >= 8, digits > 0 { return "{id}" }
-            if segment.count >= 16, digits >= 2, segment.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) {
-                return "{id}"
-            }
-            return String(segment)
-        }.joined(separator: "/")
+        guard needs else { return nil }
+        var path = UnsafeBufferPointer(rebasing: u[0 ..< end])
+        // An absolute-form target (a proxy's): only its path.
+        if let scheme = (0 ..< max(0, path.count - 2)).first(where: { path[$0] == UInt8(ascii: ":") && path[$0 + 1] == slash && path[$0 + 2] == slash }) {
+            let hostStart = scheme + 3
+            let p = (hostStart ..< path.count).first { path[$0] == slash }
+            path = p.map { UnsafeBufferPointer(rebasing: path[$0...]) } ?? UnsafeBufferPointer(rebasing: u[0 ..< 0])
+            if path.isEmpty { return "/" }
+        }
+        guard path.first == slash else { return String(decoding: path, as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(path.count)
+        var i = 0
+        while i <= path.count {
+            let j = (i ..< path.count).first { path[$0] == slash } ?? path.count
+            let segment = UnsafeBufferPointer(rebasing: path[i ..< j])
+            if i > 0 { out.append(slash) }
+            out.append(contentsOf: template(segment) ?? Array(segment))
+            i = j + 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `{n}` for a number; `{id}` for a UUID, a long hex string or a long mix of letters and
+    /// digits; nil: the segment stays.
+    private static func template(_ s: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        guard !s.isEmpty else { return nil }
+        var digits = 0, hex = true, word = true
+        for c in s {
+            let isDigit = c >= 0x30 && c <= 0x39
+            let lower = c | 0x20
+            let isLetter = lower >= 0x61 && lower <= 0x7A
+            if isDigit { digits += 1 }
+            if !(isDigit || (lower >= 0x61 && lower <= 0x66) || c == UInt8(ascii: "-")) { hex = false }
+            if !(isDigit || isLetter || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")) { word = false }
+        }
+        if digits == s.count { return Array("{n}".utf8) }
+        if hex, s.count >= 8, digits > 0 { return Array("{id}".utf8) }
+        if word, s.count >= 16, digits >= 2 { return Array("{id}".utf8) }
+        return nil
     }
 }
 

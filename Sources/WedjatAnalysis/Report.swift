@@ -125,15 +125,14 @@ public struct Report: Codable, Sendable {
             self.summarized = summarized
         }
 
-        /// nil when nothing was recorded.
+        /// nil when nothing was recorded. One walk over the distribution for all the
+        /// percentiles and their ranges.
         init?(_ d: DurationStats) {
-            guard let p = d.percentiles([50, 95, 99]) else { return nil }
-            self.init(count: d.count, p50: p[0], p95: p[1], p99: p[2],
-                      max: d.max!, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
+            guard let maxValue = d.max else { return nil }
             // A range that would reach past the first or last value is not known (too few values
             // for that percentile): left out.
             let n = Double(d.count)
-            var wanted: [Double] = []
+            var wanted: [Double] = [50, 95, 99]
             var known: [Bool] = []
             for q in [0.5, 0.95, 0.99] {
                 let half = 1.96 * (n * q * (1 - q)).squareRoot()
@@ -141,11 +140,16 @@ public struct Report: Codable, Sendable {
                 known.append(lo >= 1 && hi <= n)
                 wanted += [Swift.max(0, lo / n * 100), Swift.min(100, hi / n * 100)]
             }
-            if let v = d.percentiles(wanted) {
-                if known[0] { p50Range = [v[0], v[1]] }
-                if known[1] { p95Range = [v[2], v[3]] }
-                if known[2] { p99Range = [v[4], v[5]] }
-            }
+            // The walk needs them in order.
+            let order = wanted.indices.sorted { wanted[$0] < wanted[$1] }
+            guard let sortedValues = d.percentiles(order.map { wanted[$0] }) else { return nil }
+            var v = [Int64](repeating: 0, count: wanted.count)
+            for (k, i) in order.enumerated() { v[i] = sortedValues[k] }
+            self.init(count: d.count, p50: v[0], p95: v[1], p99: v[2],
+                      max: maxValue, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
+            if known[0] { p50Range = [v[3], v[4]] }
+            if known[1] { p95Range = [v[5], v[6]] }
+            if known[2] { p99Range = [v[7], v[8]] }
         }
     }
 

@@ -18,7 +18,9 @@ public struct DurationStats: Sendable {
     /// The smallest and largest values, once they are in a histogram (exact, as the
     /// histogram's own `min` and `maxRecorded` are, which the move to 64 bits would lose).
     private var lo = UInt64.max, hi: UInt64 = 0
-    private var inHistogram: Bool { narrow != nil || wide != nil }
+    /// Set once a histogram is made (testing the optionals costs a copy of their counts' header
+    /// on the hot path).
+    private var inHistogram = false
 
     private struct ValueCount: Sendable {
         var value: UInt64
@@ -50,6 +52,7 @@ public struct DurationStats: Sendable {
             small.append(ValueCount(value: value, count: count))
         } else {
             narrow = Buckets.makeHistogram(coarse: coarse)
+            inHistogram = true
             for v in small { recordInHistogram(v.value, count: v.count) }
             recordInHistogram(value, count: count)
             small = []

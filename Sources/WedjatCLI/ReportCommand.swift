@@ -30,7 +30,7 @@ struct ReportCommand: ParsableCommand {
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         let inputs = paths.isEmpty ? [env["WEDJAT_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "wedjat-logs"] : paths
-        let analysis = try loadRun(inputs, slowest: max(0, top))
+        let analysis = try loadRun(inputs, slowest: max(0, top), html: html != nil)
         let report = Report(analysis: analysis)
         if let html {
             try writeHTML(analysis, report, to: html)

@@ -137,7 +137,7 @@ struct RunCommand: ParsableCommand {
         let (run, others) = RunSummary.runLogs(fresh, rootPid: rootPid, sinceTs: sinceTs)
         guard !run.isEmpty else { return RunSummary.noLogs(logDir: logDir) }
         do {
-            let analysis = try RunAnalysis.load(paths: run)
+            let analysis = try RunAnalysis.load(paths: run, collectRequests: false)
             return RunSummary.lines(report: Report(analysis: analysis), logDir: logDir, others: others)
         } catch {
             return RunSummary.unreadable(logDir: logDir, reason: error.description)

@@ -4,7 +4,7 @@ import WedjatAnalysis
 
 /// Reads the logs of one run for `report` and `diff`: a progress bar on a terminal, and when
 /// nothing can be read, why (the reader's warnings, then a hint) and exit status 2.
-func loadRun(_ inputs: [String], slowest: Int = 10, label: String = "") throws -> RunAnalysis {
+func loadRun(_ inputs: [String], slowest: Int = 10, label: String = "", html: Bool = false) throws -> RunAnalysis {
     var reader = LogReader()
     // The report shows no logged header: checked, not decoded.
     reader.decodeHeaders = false
@@ -15,7 +15,7 @@ func loadRun(_ inputs: [String], slowest: Int = 10, label: String = "") throws -
     if let progress { reader.onProgress = { progress.update($0) } }
     defer { progress?.finish() }
     do {
-        return try RunAnalysis.load(paths: inputs, reader: reader, slowest: slowest)
+        return try RunAnalysis.load(paths: inputs, reader: reader, slowest: slowest, collectRequests: html)
     } catch {
         progress?.finish()
         // Say why nothing was readable: the per-line warnings are the explanation.

@@ -54,6 +54,7 @@ public enum HARExport {
         // connection, which is written before the connection's record.
         if let id = h.connId { o.add("connection", "\(h.pid)-\(id)") }
         o.add("_pid", .int(Int64(h.pid)))
+        o.add("_request_index", h.requestIndex)
         o.add("_error", h.error)
         return o.json
     }

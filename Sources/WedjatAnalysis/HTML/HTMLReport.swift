@@ -245,7 +245,9 @@ public struct HTMLReport {
         }.joined()
         // What the filter matches: the status (`500`, `5xx`), and the words of the request.
         let search = "\(h.method ?? "") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "")\(h.path ?? "") \(program) pid \(h.pid) \(h.error ?? "")"
-        return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" data-start=\"\(r.seq)\" data-total=\"\(total)\""
+        // data-rec: the record (pid-conn_id-request_index), as the HAR's `connection` and the trace's args name it.
+        let rec = "\(h.pid)-\(h.connId.map(String.init) ?? "-")-\(h.requestIndex.map(String.init) ?? "-")"
+        return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
             + " data-ttfb=\"\(h.ttfbUs ?? -1)\" data-status=\"\(h.status ?? 0)\" data-q=\"\(HTMLText.escape(search.lowercased()))\""
             + " title=\"\(HTMLText.escape(lines.joined(separator: "\n")))\">"
             + "<span class=\"wf-label\"><b class=\"st \(statusClass)\">\(HTMLText.escape(status))</b>"
