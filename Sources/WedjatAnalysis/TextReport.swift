@@ -41,7 +41,15 @@ public struct TextReport {
     /// text); tables fit already (their flexible columns give way).
     func fit(_ line: String) -> [String] {
         guard TextReport.visibleCount(line) > width else { return [line] }
-        let indent = String(line.prefix { $0 == " " }) + "    "
+        // The line's own indent (past any colour escape at its start), and 4 more.
+        var lead = 0, inEscape = false
+        for c in line {
+            if inEscape { if c == "m" { inEscape = false }; continue }
+            if c == "\u{1B}" { inEscape = true; continue }
+            guard c == " " else { break }
+            lead += 1
+        }
+        let indent = String(repeating: " ", count: lead + 4)
         var out: [String] = []
         var rest = Substring(line)
         var first = true
@@ -49,18 +57,18 @@ public struct TextReport {
             let room = width - (first ? 0 : indent.count)
             // The last space within the room, counting visible characters only.
             // Preferably after a `;` (between the parts of a line), else at the last space.
-            var visible = 0, cut: Substring.Index?, clause: Substring.Index?, i = rest.startIndex, inEscape = false
+            var visible = 0, cut: Substring.Index?, clause: Substring.Index?, clauseVisible = 0, i = rest.startIndex, inEscape = false
             var previous: Character = " "
             while i < rest.endIndex, visible <= room {
                 let c = rest[i]
                 if inEscape { if c == "m" { inEscape = false } } else if c == "\u{1B}" { inEscape = true } else {
-                    if c == " ", visible > room / 3 { cut = i; if previous == ";" { clause = i } }
+                    if c == " ", visible > room / 3 { cut = i; if previous == ";" { clause = i; clauseVisible = visible } }
                     visible += 1
                     previous = c
                 }
                 i = rest.index(after: i)
             }
-            if let c = clause, rest.distance(from: rest.startIndex, to: c) > room / 2 { cut = c }
+            if let c = clause, clauseVisible > room / 2 { cut = c }
             guard let at = cut else { break }
             var head = rest[..<at]
             while head.last == " " { head = head.dropLast() }
