@@ -84,10 +84,13 @@ public indirect enum ExportJSON: Equatable, Sendable {
         }
     }
 
+    private static let spaces = [UInt8](repeating: 0x20, count: 256)
+
     private static func newline(_ out: inout [UInt8], _ indent: Int, _ level: Int) {
         guard indent > 0 else { return }
         out.append(0x0A)
-        out.append(contentsOf: repeatElement(0x20, count: indent * level))
+        let n = indent * level
+        if n <= spaces.count { out.append(contentsOf: spaces[0 ..< n]) } else { out.append(contentsOf: repeatElement(0x20, count: n)) }
     }
 
     static func decimal(_ units: Int64, _ decimals: Int) -> String {
@@ -103,6 +106,14 @@ public indirect enum ExportJSON: Equatable, Sendable {
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(0x22)
+        var s = s
+        // Most strings need no escape: one copy of their bytes.
+        let clean = s.withUTF8 { u -> Bool in
+            for c in u where c < 0x20 || c == 0x22 || c == 0x5C { return false }
+            out.append(contentsOf: u)
+            return true
+        }
+        if clean { out.append(0x22); return }
         for c in s.utf8 {
             switch c {
             case 0x22: out.append(contentsOf: [0x5C, 0x22])

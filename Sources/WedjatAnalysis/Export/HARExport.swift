@@ -9,72 +9,88 @@ public enum HARExport {
     /// known, and HAR viewers show it as the protocol.
     static let unknownMinorVersion = "HTTP/1.x"
 
-    static func entry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?) -> ExportJSON {
+    /// One entry, written into `w` (made with the document's indent and the entry's depth).
+    static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: inout JSONBytes) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
-        var request = JSONObject()
-        request.add("method", .string(h.method ?? ""))
-        request.add("url", .string(h.url))
-        request.add("httpVersion", .string(h.version ?? fallback))
-        request.add("cookies", .array([]))
-        request.add("headers", headers(h, prefix: "request."))
-        request.add("queryString", queryString(h))
-        request.add("headersSize", .int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1))
-        request.add("bodySize", .int(h.requestBodyBytes))
-
         let responded = h.responseStartTs != nil
-        var response = JSONObject()
-        response.add("status", .int(Int64(h.status ?? 0)))
-        response.add("statusText", .string(""))
+        func millis(_ us: Int64) { w.fixed(us, 3) }
+        func phase(_ us: Int64?) { if let us { millis(us) } else { w.int(-1) } }
+        w.openObject()
+        w.key("startedDateTime"); w.string(ExportTime.iso8601(t.startTs))
+        w.key("time"); millis(t.elapsed)
+        w.key("request")
+        w.openObject()
+        w.key("method"); w.string(h.method ?? "")
+        w.key("url"); w.string(h.url)
+        w.key("httpVersion"); w.string(h.version ?? fallback)
+        w.key("cookies"); w.openArray(); w.closeArray()
+        w.key("headers"); writeHeaders(h, prefix: "request.", into: &w)
+        w.key("queryString"); writeQueryString(h, into: &w)
+        w.key("headersSize"); w.int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
+        w.key("bodySize"); w.int(h.requestBodyBytes)
+        w.closeObject()
+        w.key("response")
+        w.openObject()
+        w.key("status"); w.int(Int64(h.status ?? 0))
+        w.key("statusText"); w.string("")
         // No response: nothing to say; a response without a final status line: version unknown.
-        response.add("httpVersion", .string(!responded ? "" : h.finalResponseVersion ?? fallback))
-        response.add("cookies", .array([]))
-        response.add("headers", headers(h, prefix: "response."))
-        response.add("content", .object([
-            ("size", .int(responded ? h.responseBodyBytes : 0)),
-            ("mimeType", .string(h.header("response.content-type") ?? "")),
-        ]))
-        response.add("redirectURL", .string(""))
-        response.add("headersSize", .int(responded ? h.responseHeaderBytes : -1))
-        response.add("bodySize", .int(responded ? h.responseBodyBytes : -1))
-
-        func phase(_ us: Int64?) -> ExportJSON { us.map(ExportJSON.millis) ?? .int(-1) }
-        var o = JSONObject()
-        o.add("startedDateTime", .string(ExportTime.iso8601(t.startTs)))
-        o.add("time", .millis(t.elapsed))
-        o.add("request", request.json)
-        o.add("response", response.json)
-        o.add("cache", .object([]))
-        o.add("timings", .object([
-            ("blocked", phase(t.blocked)), ("dns", phase(t.dns)), ("connect", phase(t.connect)),
-            ("send", .millis(t.send)), ("wait", .millis(t.wait)), ("receive", .millis(t.receive)),
-            ("ssl", phase(t.ssl)),
-        ]))
-        o.add("serverIPAddress", h.peer.map { AddressParts.split($0).host })
+        w.key("httpVersion"); w.string(!responded ? "" : h.finalResponseVersion ?? fallback)
+        w.key("cookies"); w.openArray(); w.closeArray()
+        w.key("headers"); writeHeaders(h, prefix: "response.", into: &w)
+        w.key("content")
+        w.openObject()
+        w.key("size"); w.int(responded ? h.responseBodyBytes : 0)
+        w.key("mimeType"); w.string(h.header("response.content-type") ?? "")
+        w.closeObject()
+        w.key("redirectURL"); w.string("")
+        w.key("headersSize"); w.int(responded ? h.responseHeaderBytes : -1)
+        w.key("bodySize"); w.int(responded ? h.responseBodyBytes : -1)
+        w.closeObject()
+        w.key("cache"); w.openObject(); w.closeObject()
+        w.key("timings")
+        w.openObject()
+        w.key("blocked"); phase(t.blocked)
+        w.key("dns"); phase(t.dns)
+        w.key("connect"); phase(t.connect)
+        w.key("send"); millis(t.send)
+        w.key("wait"); millis(t.wait)
+        w.key("receive"); millis(t.receive)
+        w.key("ssl"); phase(t.ssl)
+        w.closeObject()
+        if let peer = h.peer { w.key("serverIPAddress"); w.string(AddressParts.split(peer).host) }
         // Unique within the run (local ports are reused), and the same for every exchange of a
         // connection, which is written before the connection's record.
-        if let id = h.connId { o.add("connection", "\(h.pid)-\(id)") }
-        o.add("_pid", .int(Int64(h.pid)))
-        o.add("_request_index", h.requestIndex)
-        o.add("_error", h.error)
-        return o.json
+        if let id = h.connId { w.key("connection"); w.string("\(h.pid)-\(id)") }
+        w.key("_pid"); w.int(Int64(h.pid))
+        if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
+        if let e = h.error { w.key("_error"); w.string(e) }
+        w.closeObject()
     }
 
-
-    private static func headers(_ h: HTTPRecord, prefix: String) -> ExportJSON {
-        .array(h.headers.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map {
-            .object([("name", .string(String($0.key.dropFirst(prefix.count)))), ("value", .string($0.value))])
-        })
+    private static func writeHeaders(_ h: HTTPRecord, prefix: String, into w: inout JSONBytes) {
+        w.openArray()
+        for (k, v) in h.headers.filter({ $0.key.hasPrefix(prefix) }).sorted(by: { $0.key < $1.key }) {
+            w.openObject()
+            w.key("name"); w.string(String(k.dropFirst(prefix.count)))
+            w.key("value"); w.string(v)
+            w.closeObject()
+        }
+        w.closeArray()
     }
 
     /// The query's parameters, unless wedjat redacted it (`?REDACTED` hides how many there were).
-    private static func queryString(_ h: HTTPRecord) -> ExportJSON {
-        guard let query = h.targetQuery, query != "REDACTED", !query.isEmpty else { return .array([]) }
-        return .array(query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
-            return .object([("name", .string(decoded(parts[0]))),
-                            ("value", .string(parts.count > 1 ? decoded(parts[1]) : ""))])
-        })
+    private static func writeQueryString(_ h: HTTPRecord, into w: inout JSONBytes) {
+        w.openArray()
+        if let query = h.targetQuery, query != "REDACTED", !query.isEmpty {
+            for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
+                w.openObject()
+                w.key("name"); w.string(decoded(parts[0]))
+                w.key("value"); w.string(parts.count > 1 ? decoded(parts[1]) : "")
+                w.closeObject()
+            }
+        }
+        w.closeArray()
     }
 }
-

@@ -73,8 +73,9 @@ final class HARStream: ExportConsumer {
     private func entry(_ h: HTTPRecord, connection: ConnectionRecord?, lookup: LookupSpan?) {
         guard let t = ExchangeTimings(h, connection: connection, lookup: lookup) else { unplaced += 1; return }
         // At its depth in the document: log.entries[i].
-        let json = HARExport.entry(h, timings: t, connection: connection).renderedBytes(indent: 2, level: 3)
-        buffer.append(Entry(start: t.startTs, seq: seq, bytes: json))
+        var w = JSONBytes(capacity: 2048, indent: 2, level: 3)
+        HARExport.writeEntry(h, timings: t, connection: connection, into: &w)
+        buffer.append(Entry(start: t.startTs, seq: seq, bytes: w.bytes))
         seq += 1
         entries += 1
         if buffer.count >= runLength { spillBuffer() }

@@ -4,8 +4,24 @@
 struct JSONBytes {
     private(set) var bytes: [UInt8] = []
     private var first: [Bool] = []
+    /// Pretty-printing: spaces per level (0: compact), and how deep the value written sits in
+    /// its document (as ExportJSON.rendered(indent:level:) lays it out).
+    private let indent: Int
+    private let baseLevel: Int
 
-    init(capacity: Int = 4096) { bytes.reserveCapacity(capacity) }
+    init(capacity: Int = 4096, indent: Int = 0, level: Int = 0) {
+        bytes.reserveCapacity(capacity)
+        self.indent = indent
+        self.baseLevel = level
+    }
+
+    private static let spaces = [UInt8](repeating: 0x20, count: 256)
+
+    @inline(__always) private mutating func newline(_ level: Int) {
+        bytes.append(0x0A)
+        let n = min(indent * level, JSONBytes.spaces.count)
+        bytes.append(contentsOf: JSONBytes.spaces[0 ..< n])
+    }
 
     var count: Int { bytes.count }
 
@@ -18,13 +34,20 @@ struct JSONBytes {
     @inline(__always) private mutating func separate() {
         guard let last = first.last else { return }
         if !last { bytes.append(UInt8(ascii: ",")) } else { first[first.count - 1] = false }
+        if indent > 0 { newline(baseLevel + first.count) }
     }
 
     /// `{`, as a value (in an array, or after `key`).
     mutating func openObject() { valueStart(); bytes.append(UInt8(ascii: "{")); first.append(true) }
-    mutating func closeObject() { first.removeLast(); bytes.append(UInt8(ascii: "}")) }
+    mutating func closeObject() { closing(); bytes.append(UInt8(ascii: "}")) }
     mutating func openArray() { valueStart(); bytes.append(UInt8(ascii: "[")); first.append(true) }
-    mutating func closeArray() { first.removeLast(); bytes.append(UInt8(ascii: "]")) }
+    mutating func closeArray() { closing(); bytes.append(UInt8(ascii: "]")) }
+
+    /// A container with members ends on its own line when pretty.
+    @inline(__always) private mutating func closing() {
+        let empty = first.removeLast()
+        if indent > 0, !empty { newline(baseLevel + first.count) }
+    }
 
     /// A member's name; its value follows (a call that writes a value, or open...).
     mutating func key(_ k: StaticString) {
@@ -32,6 +55,7 @@ struct JSONBytes {
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
         bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        if indent > 0 { bytes.append(0x20) }
         // The value that follows must not get a comma of its own.
         pendingValue = true
     }
@@ -40,6 +64,7 @@ struct JSONBytes {
         separate()
         writeString(k)
         bytes.append(UInt8(ascii: ":"))
+        if indent > 0 { bytes.append(0x20) }
         pendingValue = true
     }
 
@@ -55,13 +80,13 @@ struct JSONBytes {
 
     // Values. `openObject`/`openArray` after `key` go through `valueStart` too.
     mutating func object(_ body: (inout JSONBytes) -> Void) {
-        valueStart(); bytes.append(UInt8(ascii: "{")); first.append(true)
+        openObject()
         body(&self)
         closeObject()
     }
 
     mutating func array(_ body: (inout JSONBytes) -> Void) {
-        valueStart(); bytes.append(UInt8(ascii: "[")); first.append(true)
+        openArray()
         body(&self)
         closeArray()
     }
