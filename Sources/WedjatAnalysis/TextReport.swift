@@ -49,7 +49,7 @@ public struct TextReport {
             guard c == " " else { break }
             lead += 1
         }
-        let indent = String(repeating: " ", count: lead + 4)
+        let indent = String(repeating: " ", count: min(lead + 4, width / 2))
         var out: [String] = []
         var rest = Substring(line)
         var first = true
@@ -69,7 +69,22 @@ public struct TextReport {
                 i = rest.index(after: i)
             }
             if let c = clause, clauseVisible > room / 2 { cut = c }
-            guard let at = cut else { break }
+            guard let at = cut else {
+                // One word longer than the room (a path): cut inside it.
+                var visible = 0, j = rest.startIndex, inEscape = false
+                while j < rest.endIndex {
+                    let c = rest[j]
+                    if inEscape { if c == "m" { inEscape = false } } else if c == "\u{1B}" { inEscape = true } else {
+                        if visible == room { break }
+                        visible += 1
+                    }
+                    j = rest.index(after: j)
+                }
+                out.append((first ? "" : indent) + String(rest[..<j]))
+                rest = rest[j...]
+                first = false
+                continue
+            }
             var head = rest[..<at]
             while head.last == " " { head = head.dropLast() }
             out.append((first ? "" : indent) + String(head))
@@ -468,7 +483,8 @@ struct Table {
             let joined = parts.joined(separator: "  ")
             return "  " + (header ? style.bold(joined) : joined)
         }
-        let indent = String(repeating: " ", count: 2 + widths.prefix(detailColumn).reduce(0) { $0 + $1 + 2 })
+        // Under the detail column, unless that leaves too little room (a narrow terminal).
+        let indent = String(repeating: " ", count: min(2 + widths.prefix(detailColumn).reduce(0) { $0 + $1 + 2 }, style.width / 2))
         var out = [line(header.map { Cell($0) }, header: true)]
         for (i, row) in rows.enumerated() {
             out.append(line(row, header: false))

@@ -30,6 +30,10 @@ rc=$?
 [ ! -s report.out ] || fail "report --html printed on stdout: $(head -3 report.out)"
 [ -s report.html ] || fail "no report.html"
 note "report.html: $(wc -c < report.html) bytes"
+# `-` is standard output (no file named "-").
+timeout -k 5 60 "$WEDJAT_CLI" report --html - "$logs" > stdout.html 2> stdout.err || fail "report --html - exited $?"
+[ ! -e ./- ] || fail "report --html - wrote a file named -"
+cmp -s stdout.html report.html || fail "report --html - differs from report --html report.html"
 
 # A proxy that records every request line it gets. Chromium's own services (component
 # updates, time) are told apart by host; a page that loads something is caught (the control
