@@ -346,3 +346,63 @@ final class HTMLReportTests: XCTestCase {
         page.components(separatedBy: "\n").filter { $0.hasPrefix("<div class=\"wf-row") }
     }
 }
+
+/// The HTML page's views of what the text report also shows.
+final class HTMLViewTests: XCTestCase {
+    /// A stall without stack samples is still a stall: listed, and the flame graph says why it
+    /// has nothing to draw (the text report lists it too).
+    func testStallsWithoutSamplesAreListed() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let f = try dir.write("s.5.1000.ndjson", Line.start(pid: 5, ts: 1000, exe: "/bin/s") + [
+            #"{"type":"stall","ts":900000,"pid":5,"tid":5,"thread":"s","kind":"blocked","start_ts":300000,"end_ts":900000,"duration_us":600000,"call":"connect","peer":"10.0.0.9:443","result":"ETIMEDOUT","threshold_us":250000,"samples":[],"samples_lost":1}"#,
+        ].joined(separator: "\n") + "\n" + Line.end(pid: 5, ts: 1_000_000))
+        let analysis = try RunAnalysis.load(paths: [f])
+        let report = Report(analysis: analysis)
+        let page = HTMLReport().render(analysis, report: report)
+        XCTAssertFalse(page.contains("No stalls recorded"))
+        XCTAssertTrue(page.contains("<table class=\"plain\" id=\"stall-table\">"))
+        XCTAssertTrue(page.contains("connect 10.0.0.9:443 → ETIMEDOUT"), page)
+        XCTAssertTrue(page.contains("No stack samples to draw a flame graph from."))
+        XCTAssertTrue(TextReport().render(report).contains("STALLS: 1 stall over 250 ms"))
+        // The cards count as the headline does.
+        XCTAssertTrue(page.contains(#"<dt>stalls</dt><dd>1</dd><dd class="sub">longest 600.000 ms</dd>"#), page)
+    }
+
+    /// A long run is seen beyond its first moments: besides the first requests by start and the
+    /// slowest, a sample spread over the whole run (the same for the same input).
+    func testSampleCoversTheRun() throws {
+        func collect() -> RequestCollector {
+            var c = RequestCollector(firstLimit: 10, slowestLimit: 2, sampleLimit: 20)
+            for i in 0 ..< 2000 {
+                let start = Int64(i) * 1000
+                c.add(.http(HTTPRecord(ts: start + 100, pid: 1, connId: Int64(i), role: "client", host: "h", requestIndex: 0,
+                                       requestStartTs: start, requestEndTs: start, responseStartTs: start + 50,
+                                       responseEndTs: start + 100, ttfbUs: 50, durationUs: 100)), file: 0)
+            }
+            return c
+        }
+        let c = collect()
+        let sampled = c.sampled()
+        XCTAssertEqual(sampled.count, 20 - sampled.filter { $0.requestStartTs < 10_000 }.count)
+        let starts = sampled.map(\.requestStartTs)
+        XCTAssertGreaterThan(starts.max()!, 1_000_000, "the sample reaches the second half of the run")
+        XCTAssertLessThan(starts.min()!, 1_000_000)
+        XCTAssertEqual(starts, starts.sorted())
+        XCTAssertEqual(collect().sampled().map(\.seq), sampled.map(\.seq), "a fixed seed")
+    }
+
+    /// Rows carry what the filter and the sort read: the status apart from the text (so `500`
+    /// matches a status, not a size or a path), the total, the TTFB.
+    func testRowsCarryTheirStatusApart() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let f = try dir.write("c.7.1.ndjson", Line.start(pid: 7, ts: 1000, exe: "/usr/bin/c") +
+            #"{"type":"http","ts":5000,"pid":7,"conn_id":1,"role":"client","host":"h","path":"/delay/500","status":200,"request_index":0,"request_start_ts":3000,"request_end_ts":3000,"response_start_ts":4000,"response_end_ts":5000,"response_body_bytes":500}"#
+            + "\n" + Line.end(pid: 7, ts: 6000))
+        let analysis = try RunAnalysis.load(paths: [f])
+        let page = HTMLReport().render(analysis, report: Report(analysis: analysis))
+        XCTAssertTrue(page.contains(#"data-total="2000" data-ttfb="1000" data-status="200""#), page)
+        XCTAssertTrue(HTMLAssets.script.contains("/^[1-5][0-9][0-9]$/.test(t)) hit = st === t"))
+    }
+}
