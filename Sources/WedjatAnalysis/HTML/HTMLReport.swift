@@ -79,8 +79,8 @@ public struct HTMLReport {
             item("DNS lookups", String(h.dnsLookups), h.dnsErrors > 0 ? "\(h.dnsErrors) failed" : "", bad: h.dnsErrors > 0),
             item("stalls", h.stalls.map(String.init) ?? "off", h.longestStallUs.map { "longest " + Format.duration($0) } ?? "",
                  bad: (h.stalls ?? 0) > 0),
-            item("warnings", String(h.warnings), lost.joined(separator: ", "), bad: !lost.isEmpty),
-        ]
+            item("warnings", String(h.warnings), "", bad: h.warnings > 0),
+        ] + (lost.isEmpty ? [] : [item("lost", String(h.droppedEvents + h.droppedRecords + h.captureDropped), lost.joined(separator: ", "), bad: true)])
         return "<header><h1>wedjat report</h1>\n<dl class=\"summary\">" + items.joined() + "</dl></header>"
     }
 
