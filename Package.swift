@@ -31,15 +31,21 @@ let package = Package(
         // In-process aggregation: events -> records -> NDJSON lines. No Foundation.
         .target(name: "WedjatCore", dependencies: ["CWedjatCommon"], swiftSettings: agentSwiftFlags),
         // libwedjat-agent.so's entry point (wedjat_agent_init) and glue to WedjatCore.
-        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon"], swiftSettings: agentSwiftFlags),
+        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon", "CWedjatAgentRuntime"], swiftSettings: agentSwiftFlags),
+        // Parts of the static Swift runtime replaced inside libwedjat-agent.so (see argv.c).
+        .target(name: "CWedjatAgentRuntime"),
         // libelf and libdw (elfutils) for the symbolizer, and libstdc++'s C++ demangler.
         .systemLibrary(name: "CElfutils", path: "Sources/CElfutils"),
         // Stall stacks: return addresses -> function+offset, file:line, from the binaries on disk.
         .target(name: "WedjatSymbols", dependencies: ["CElfutils"]),
         // Post-run analysis: log reader, process tree, report. Foundation is fine here.
         .target(name: "WedjatAnalysis", dependencies: ["WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")]),
+        // zlib (gzip for `wedjat ship`), from the system.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Following growing logs: `wedjat top` and `wedjat ship` (OTLP/HTTP protobuf).
+        .target(name: "WedjatLive", dependencies: ["WedjatAnalysis", "CZlib"]),
         .executableTarget(name: "WedjatCLI", dependencies: [
-            "WedjatAnalysis",
+            "WedjatAnalysis", "WedjatLive",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Benchmark of the HTTP/1.x parser (scripts/bench/http_parse.sh).
@@ -47,6 +53,7 @@ let package = Package(
         // The log reader's stages, beside simdjson's parser (scripts/bench/report.sh).
         .executableTarget(name: "WedjatReaderBench", dependencies: ["WedjatAnalysis"]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
+        .testTarget(name: "WedjatLiveTests", dependencies: ["WedjatLive", "WedjatAnalysis"]),
         .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")], exclude: ["Fixtures", "Golden"]),
     ],
     swiftLanguageModes: [.v5]

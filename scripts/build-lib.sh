@@ -13,9 +13,9 @@ cd "$root"
 # --- libwedjat.so (C only: tiny, cheap to load in every process)
 "$root/scripts/gen-version-script.sh" "$root/.build-lib/wedjat.map"
 ${CC:-cc} -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
-  -D_GNU_SOURCE -I CShims/common/include -I CShims/interposer \
-  CShims/common/*.c CShims/interposer/*.c CShims/interposer/vfork_x86_64.S \
-  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,--no-undefined -Wl,--sort-section=name \
+  -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer \
+  CShims/common/*.c CShims/interposer/*.c CShims/interposer/*_x86_64.S \
+  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined -Wl,--sort-section=name \
   -ldl -lpthread -o "$out/libwedjat.so.tmp"
 mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 
@@ -29,9 +29,11 @@ rm -f "$root/.build-lib/$config/libwedjat-agent.so"
 swift build -c "$config" --scratch-path "$root/.build-lib" --product wedjat-agent --disable-local-rpath \
   -Xswiftc -static-stdlib \
   -Xswiftc -enforce-exclusivity=unchecked \
+  -Xswiftc -use-ld=lld \
   -Xlinker --version-script="$root/.build-lib/agent.map" \
   -Xlinker -L"$root/.build-lib/static-libs" \
-  -Xlinker --gc-sections
+  -Xlinker --gc-sections \
+  -Xlinker -z -Xlinker pack-relative-relocs
 cp "$root/.build-lib/$config/libwedjat-agent.so" "$out/libwedjat-agent.so.tmp"
 strip --strip-unneeded "$out/libwedjat-agent.so.tmp"
 mv "$out/libwedjat-agent.so.tmp" "$out/libwedjat-agent.so"

@@ -16,7 +16,7 @@ for target in config json; do
   bin="$out/fuzz_$target"
   # (ld.gold's "Cannot export local symbol" warnings about ASan internals are noise.)
   if ! "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-    -I "$root/CShims/common/include" "$src" "$root"/CShims/common/{config,json}.c -o "$bin" \
+    -I "$root/CShims/common/include" "$src" "$root"/CShims/common/{config,json,redact}.c -o "$bin" \
     >"$out/build_$target.log" 2>&1; then
     grep -v "Cannot export local symbol" "$out/build_$target.log" >&2
     exit 1

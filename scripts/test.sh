@@ -6,6 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 "$root/scripts/deps.sh"
 
+echo "== C unit tests (the runtime's lifecycle, argv redaction, the ring)"
+"$root/Tests/CUnit/run.sh"
+
 echo "== unit tests (swift test)"
 swift build --build-tests
 swift test --skip-build

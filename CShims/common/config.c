@@ -45,6 +45,8 @@ static int is_one_of(const char *v, const char *const *words) {
 
 // WEDJAT_REDACT: a comma-separated list of query, userinfo, fragment; or all; or none.
 static void parse_redact(wj_config *cfg, const char *v) {
+    // Empty is not "nothing to redact": turning redaction off takes the word none.
+    if (!*v) { warn(cfg, "WEDJAT_REDACT", v, "empty; use none to turn redaction off; using all"); return; }
     if (strcasecmp(v, "all") == 0) { cfg->redact = WJ_REDACT_ALL; return; }
     if (strcasecmp(v, "none") == 0) { cfg->redact = 0; return; }
     int bits = 0;
@@ -57,6 +59,7 @@ static void parse_redact(wj_config *cfg, const char *v) {
         else if (n == 8 && strncasecmp(p, "fragment", 8) == 0) bits |= WJ_REDACT_FRAGMENT;
         else {
             warn(cfg, "WEDJAT_REDACT", v, "expected all, none, or a list of query, userinfo, fragment; using all");
+            cfg->redact = WJ_REDACT_ALL;
             return;
         }
         p += n;
@@ -90,6 +93,7 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     v = lookup("WEDJAT_DIR", ctx);
     if (v) {
         size_t len = strlen(v);
+        if (len < sizeof cfg->dir_env) memcpy(cfg->dir_env, v, len + 1);
         if (len == 0) {
             warn(cfg, "WEDJAT_DIR", v, "empty; using the default");
         } else if (len > WJ_PATH_MAX - 100) {

@@ -15,13 +15,13 @@
 #include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "sys_raw.h"
 
 static int sys_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
 static int sys_lstat(const char *p, struct stat *st) {
     return (int)syscall(SYS_newfstatat, AT_FDCWD, p, st, AT_SYMLINK_NOFOLLOW);
 }
 static int sys_mkdir(const char *p, int mode) { return (int)syscall(SYS_mkdirat, AT_FDCWD, p, mode); }
-static int sys_fcntl(int fd, int cmd, long arg) { return (int)syscall(SYS_fcntl, fd, cmd, arg); }
 
 int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     char path[WJ_PATH_MAX];
@@ -45,7 +45,13 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     }
     if (!existed && sys_lstat(dir, &st) != 0) { snprintf(why, why_len, "cannot stat %s: %s", dir, strerror(errno)); return 0; }
     if (S_ISLNK(st.st_mode)) {
-        // A link is followed only if it points to a directory we own.
+        // A link is followed only if it is ours and points to a directory of ours: a link
+        // someone else planted (the classic attack on a predictable /tmp path) is refused,
+        // for root as for anyone.
+        if (st.st_uid != geteuid()) {
+            snprintf(why, why_len, "%s is a link owned by uid %u", dir, (unsigned)st.st_uid);
+            return 0;
+        }
         if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
             snprintf(why, why_len, "%s is a link to something that is not a directory", dir);
             return 0;
@@ -57,10 +63,11 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     }
     if (!S_ISDIR(st.st_mode)) { snprintf(why, why_len, "%s is not a directory", dir); return 0; }
     // Someone else's directory is only acceptable when sticky (like /tmp): O_EXCL|O_NOFOLLOW
-    // creation is safe there. A non-sticky directory others can write to is not.
+    // creation is safe there. A non-sticky directory others can write to is not. The same
+    // for root: being able to write anywhere is no reason to write where others can tamper.
     int others_write = (st.st_mode & 0022) != 0;
     int sticky = (st.st_mode & S_ISVTX) != 0;
-    if ((st.st_uid != geteuid() || others_write) && !sticky && geteuid() != 0) {
+    if ((st.st_uid != geteuid() || others_write) && !sticky) {
         snprintf(why, why_len, "%s is writable by others or owned by uid %u", dir, (unsigned)st.st_uid);
         return 0;
     }
@@ -78,7 +85,6 @@ void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len) {
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
     memset(lf, 0, sizeof *lf);
     pthread_mutex_init(&lf->lock, NULL);
-    pthread_mutex_init(&lf->fd_lock, NULL);
     atomic_store(&lf->fd, -1);
     lf->max_bytes = max_bytes;
     lf->pid = wj_sys_getpid();
@@ -86,34 +92,6 @@ void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
 }
 
 int wj_logfile_fd(wj_logfile *lf) { return atomic_load(&lf->fd); }
-
-void wj_logfile_reset_for_child(wj_logfile *lf, const char *path) {
-    int fd = atomic_load(&lf->fd);
-    pthread_mutex_init(&lf->lock, NULL);
-    pthread_mutex_init(&lf->fd_lock, NULL);
-    if (fd >= 0 && !lf->lost) wj_sys_close(fd);  // the child's copy of the parent's fd
-    uint64_t max = lf->max_bytes;
-    wj_logfile_init(lf, path, max);
-}
-
-// Moves fd to the highest free number below RLIMIT_NOFILE so the app's lowest-free-fd
-// numbering is the same as without wedjat.
-static int move_high(int fd) {
-    struct rlimit rl;
-    long top = 1024;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) top = (long)rl.rlim_cur;
-    if (top > 65536) top = 65536;
-    for (long want = top - 1; want > fd && want >= top - 64; want--) {
-        int hi = sys_fcntl(fd, F_DUPFD_CLOEXEC, want);
-        if (hi >= 0) {
-            if (hi != want && hi > want) { /* lowest free >= want: fine */ }
-            wj_sys_close(fd);
-            return hi;
-        }
-        if (errno != EMFILE && errno != EINVAL) break;
-    }
-    return fd;
-}
 
 static int open_log(wj_logfile *lf) {
     int reopen = lf->ino != 0;
@@ -166,7 +144,6 @@ static int open_log(wj_logfile *lf) {
         }
         lf->size = 0;
     }
-    fd = move_high(fd);
     struct stat st;
     if (sys_fstat(fd, &st) == 0) {
         lf->dev = (uint64_t)st.st_dev;
@@ -174,20 +151,22 @@ static int open_log(wj_logfile *lf) {
         lf->size = (uint64_t)st.st_size;
     }
     if (reopen) lf->reopen_count++;
-    lf->lost = 0;
     atomic_store(&lf->fd, fd);
     return fd;
 }
 
-// Is lf->fd still our file, at our path? Catches raw-syscall closes/dup2s and moved files.
+// Is lf->fd still our file, at our path? Catches a file moved away or deleted (the path then
+// names nothing, or another file). A path that cannot be looked at any more (a process that
+// dropped to another user after opening its log) says nothing: the fd is still ours.
 static int still_ours(wj_logfile *lf, int fd) {
     struct stat st;
     if (sys_fstat(fd, &st) != 0) return 0;
     if ((uint64_t)st.st_dev != lf->dev || (uint64_t)st.st_ino != lf->ino) return 0;
     lf->size = (uint64_t)st.st_size;  // also notices truncation by someone else
     struct stat at;
-    if (syscall(SYS_newfstatat, AT_FDCWD, lf->path, &at, AT_SYMLINK_NOFOLLOW) != 0 ||
-        (uint64_t)at.st_ino != lf->ino || (uint64_t)at.st_dev != lf->dev) {
+    int r = (int)syscall(SYS_newfstatat, AT_FDCWD, lf->path, &at, AT_SYMLINK_NOFOLLOW);
+    if (r != 0 && errno != ENOENT && errno != ENOTDIR) return 1;
+    if (r != 0 || (uint64_t)at.st_ino != lf->ino || (uint64_t)at.st_dev != lf->dev) {
         // Moved or deleted under us: keep the old fd out of use and create the path again.
         wj_sys_close(fd);
         lf->ino = 1;  // "reopen" path, but the identity check will fail and we create anew
@@ -232,15 +211,11 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
     pthread_mutex_lock(&lf->lock);
     if (lf->failed || len == 0) { if (len) drop(lf, len); goto out; }
     int fd = atomic_load(&lf->fd);
-    if (fd >= 0 && (lf->lost || !still_ours(lf, fd))) {
+    if (fd >= 0 && !still_ours(lf, fd)) {
         atomic_store(&lf->fd, -1);
         fd = -1;
     }
-    if (fd < 0) {
-        pthread_mutex_lock(&lf->fd_lock);  // the new fd is low until moved high
-        fd = open_log(lf);
-        pthread_mutex_unlock(&lf->fd_lock);
-    }
+    if (fd < 0) fd = open_log(lf);
     if (fd < 0) { drop(lf, len); goto out; }
 
     struct rlimit fs;
@@ -286,31 +261,14 @@ out:
 void wj_logfile_close(wj_logfile *lf) {
     pthread_mutex_lock(&lf->lock);
     int fd = atomic_exchange(&lf->fd, -1);
-    if (fd >= 0 && !lf->lost) wj_sys_close(fd);
+    if (fd >= 0) wj_sys_close(fd);
     pthread_mutex_unlock(&lf->lock);
 }
 
-// Always under the lock: besides the log fd, wedjat briefly holds other fds (while creating
-// the log, reading /proc, loading its agent) and does so under this lock too, so an app's
-// close_range/closefrom waits for those instead of closing them under wedjat's feet.
-int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi) {
+int wj_logfile_open_now(wj_logfile *lf) {
     pthread_mutex_lock(&lf->lock);
     int fd = atomic_load(&lf->fd);
-    int hit = fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi;
-    if (hit) {
-        // The app is about to close or replace this number: from now on it is the app's.
-        lf->lost = 1;
-        atomic_store(&lf->fd, -1);
-    }
+    if (fd < 0 && !lf->failed) fd = open_log(lf);
     pthread_mutex_unlock(&lf->lock);
-    return hit;
+    return fd >= 0;
 }
-
-int wj_logfile_release_if(wj_logfile *lf, int fd) {
-    // close() is frequent: only the log fd itself is worth the lock.
-    if (fd < 0 || fd != atomic_load_explicit(&lf->fd, memory_order_relaxed)) return 0;
-    return wj_logfile_release_range(lf, (unsigned)fd, (unsigned)fd);
-}
-
-void wj_logfile_lock_fds(wj_logfile *lf) { pthread_mutex_lock(&lf->fd_lock); }
-void wj_logfile_unlock_fds(wj_logfile *lf) { pthread_mutex_unlock(&lf->fd_lock); }

@@ -26,11 +26,13 @@ void wj_ring_init(wj_ring *r, void *slots, uint64_t capacity, uint64_t slot_size
 
 int wj_ring_push(wj_ring *r, const void *ev) { return wj_ring_push_n(r, ev, r->slot_size); }
 
+int wj_ring_push_n(wj_ring *r, const void *ev, size_t n) { return wj_ring_push_marked(r, ev, n, 0); }
+
 // The slot at pos is free once the consumer is less than a lap behind pos. That is known from
 // its position (deq, stored with release after it released the slot), through a cached copy,
 // so that a push never reads its slot: on a ring larger than the caches that read was a miss
 // on every push (a third of a microsecond per captured message on nginx).
-int wj_ring_push_n(wj_ring *r, const void *ev, size_t n) {
+int wj_ring_push_marked(wj_ring *r, const void *ev, size_t n, wj_ring_mark *mark) {
     if (n > r->slot_size) n = r->slot_size;
     const int64_t cap = (int64_t)(r->mask + 1);
     uint64_t pos = atomic_load_explicit(&r->enq, memory_order_relaxed);
@@ -48,8 +50,21 @@ int wj_ring_push_n(wj_ring *r, const void *ev, size_t n) {
         if (atomic_compare_exchange_weak_explicit(&r->enq, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed))
             break;
     }
+    // The slot is ours from here to its publication: a thread that leaves this window by a
+    // longjmp out of a signal handler leaves the slot claimed; the mark lets its owner give it
+    // back (wj_ring_abandon) instead of the reader waiting for it forever.
+    if (mark) {
+        mark->pos = pos;
+        atomic_signal_fence(memory_order_seq_cst);
+        mark->ring = r;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
     memcpy(slot_event(r, pos), ev, n);
     atomic_store_explicit(slot_lap(r, pos), (pos & ~r->mask) + 1, memory_order_release);
+    if (mark) {
+        atomic_signal_fence(memory_order_seq_cst);
+        mark->ring = 0;
+    }
     __builtin_prefetch(slot_lap(r, pos + 1), 1, 3);  // the next push's slot, meanwhile
     return 1;
 }
@@ -99,14 +114,25 @@ int wj_ring_pop(wj_ring *r, void *out) {
     return 1;
 }
 
+// The push that claimed `pos` will never finish: publish the slot as an empty event (kind 0,
+// length 0; readers skip it) and count it as dropped. Only the claiming thread calls this.
+void wj_ring_abandon(wj_ring *r, uint64_t pos) {
+    unsigned char *slot = slot_event(r, pos);
+    memset(slot, 0, r->slot_size < 16 ? r->slot_size : 16);
+    atomic_fetch_add_explicit(&r->dropped, 1, memory_order_relaxed);
+    atomic_store_explicit(slot_lap(r, pos), (pos & ~r->mask) + 1, memory_order_release);
+}
+
 uint64_t wj_ring_dropped(const wj_ring *r) {
     return atomic_load_explicit(&((wj_ring *)r)->dropped, memory_order_relaxed);
 }
 
+// The slots skipped keep their laps: a slot holds a lap one capacity behind the position that
+// will next use it, which a reader never takes for published (it waits for the producer), and
+// producers go by deq alone. So nothing of the ring but its header is written: in a forked
+// child every page written is a copy.
 void wj_ring_discard_pending(wj_ring *r) {
     uint64_t end = atomic_load(&r->enq);
-    for (uint64_t pos = atomic_load(&r->deq); pos != end; pos++)
-        atomic_store(slot_lap(r, pos), (pos & ~r->mask) + r->mask + 1);
     atomic_store(&r->deq, end);
     atomic_store(&r->deq_seen, end);
     atomic_store(&r->dropped, 0);

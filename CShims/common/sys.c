@@ -8,7 +8,38 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <stdarg.h>
 #include <unistd.h>
+#include "sys_raw.h"
+
+// The system call itself (x86-64: number in rax, arguments in rdi rsi rdx r10 r8 r9), errno
+// set as libc's syscall() sets it.
+#undef syscall
+long wj_raw_syscall(long number, ...) {
+    va_list ap;
+    va_start(ap, number);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    if ((unsigned long)ret > -4096UL) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+#else
+    return syscall(number, a, b, c, d, e, f);
+#endif
+}
+#define syscall wj_raw_syscall
 
 uint64_t wj_now_ns(void) {
     struct timespec ts;

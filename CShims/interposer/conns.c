@@ -1,7 +1,9 @@
 // The connection pool and the fd table that refers into it, the close records, and the
 // capture of bytes for the HTTP parser. Everything here runs on the app's threads: no
 // allocation (chunks are mmap'ed), no locks; every shared field is a relaxed atomic.
-#include "internal.h"
+#include "conns.h"
+#include "events.h"
+#include "process.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,12 +12,14 @@
 #include <netinet/tcp.h>
 #include <stddef.h>
 #include <unistd.h>
+#include "sys_raw.h"
 
 _Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
 _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
 uint64_t wj_fd_generation = 1;
 _Atomic int wj_connecting_count;
 static _Atomic uint64_t wj_conn_counter;
+uint64_t wj_untracked_fds;
 
 uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
 
@@ -136,7 +140,7 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
 
 static void set_fd_ref(int fd, uint64_t ref) {
     _Atomic uint64_t *cell = fd_cell(fd);
-    if (!cell) { wj_proc.untracked_fds++; return; }
+    if (!cell) { wj_untracked_fds++; return; }
     wj_event gone;  // the number's previous socket was closed where no hook saw it
     if (wj_fd_drop(fd, wj_now_ns(), &gone)) wj_push(&gone);
     atomic_store_explicit(cell, ref, memory_order_release);
@@ -147,7 +151,7 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     wj_conn *c = claim_slot(fd, &slot);
     if (!c || !fd_cell(fd)) {
         if (c) atomic_store_explicit(&c->state, 0, memory_order_release);
-        wj_proc.untracked_fds++;
+        wj_untracked_fds++;
         return 0;
     }
     WJ_STORE(c->refs, 1);
@@ -218,6 +222,11 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
     }
 }
 
+void wj_conns_forked(void) {
+    wj_fd_generation++;  // inherited sockets are the parent's
+    atomic_store(&wj_connecting_count, 0);
+}
+
 void wj_note_error(wj_conn *c, int err, int phase) {
     int32_t none = 0;
     if (atomic_compare_exchange_strong(&c->err, &none, err)) WJ_STORE(c->err_phase, (uint8_t)phase);
@@ -277,8 +286,7 @@ void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset) {
 static void push_payload(wj_payload *p, uint64_t offset, uint32_t len) {
     p->offset = offset;
     p->len = len;
-    wj_ring_push_n(&wj_payload_ring, p, offsetof(wj_payload, data) + len);
-    if (WJ_UNLIKELY(wj_ring_filling(&wj_payload_ring))) wj_agent_nudge();
+    wj_push_payload(p, offsetof(wj_payload, data) + len);
 }
 
 // A call moved n bytes at stream offsets [start, start + n) of connection c and returned at

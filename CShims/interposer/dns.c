@@ -1,7 +1,13 @@
 // Resolver hooks: time each lookup and report its answers (a `dns` record, and the name a
 // later connection to one of these addresses was resolved from). glibc's own UDP traffic
 // inside these calls is not interposable; the call itself is what the app waits for.
-#include "internal.h"
+#include "dns.h"
+#include "conns.h"
+#include "context.h"
+#include "events.h"
+#include "hooks.h"
+#include "lifecycle.h"
+#include "stalls.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -62,11 +68,12 @@ static void finish(wj_dns_event *ev, int error) {
     if (WJ_UNLIKELY(wj_stall_ns) && ev->t_end - ev->t_start >= wj_stall_ns && ev->api < sizeof api_names / sizeof *api_names)
         wj_stall_blocked(api_names[ev->api], -1, 0, ev->name, ev->t_start, ev->t_end, 0);
     wj_push_dns(ev);
-    wj_agent_ensure_started();
+    wj_lc_want_agent();
 }
 
-WJ_EXPORT int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
-    if (is_numeric(node) || !wj_enter()) return WJ_REAL(getaddrinfo)(node, service, hints, res);
+int wj_hook_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
+    if (is_numeric(node)) return WJ_REAL(getaddrinfo)(node, service, hints, res);
+    wj_guard_take();  // the resolver's own sockets (an NSS module's) are not the app's
     wj_dns_event ev;
     begin(&ev, WJ_DNS_GETADDRINFO, node, hints ? hints->ai_family : AF_UNSPEC);
     if (service) {
@@ -78,15 +85,15 @@ WJ_EXPORT int getaddrinfo(const char *node, const char *service, const struct ad
     if (r == 0 && res)
         for (const struct addrinfo *ai = *res; ai; ai = ai->ai_next) add_sockaddr(&ev, ai->ai_addr);
     finish(&ev, r);
-    wj_leave();
+    wj_guard_drop();
     errno = err;
     return r;
 }
 
-WJ_EXPORT int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_t hostlen, char *serv,
-                          socklen_t servlen, int flags) {
-    if (!host || (flags & NI_NUMERICHOST) || !wj_enter())
-        return WJ_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags);
+int wj_hook_getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host, socklen_t hostlen, char *serv,
+                        socklen_t servlen, int flags) {
+    if (!host || (flags & NI_NUMERICHOST)) return WJ_REAL(getnameinfo)(sa, salen, host, hostlen, serv, servlen, flags);
+    wj_guard_take();
     wj_dns_event ev;
     begin(&ev, WJ_DNS_GETNAMEINFO, 0, sa ? sa->sa_family : AF_UNSPEC);
     add_sockaddr(&ev, sa);
@@ -94,7 +101,7 @@ WJ_EXPORT int getnameinfo(const struct sockaddr *sa, socklen_t salen, char *host
     int err = errno;
     if (r == 0) set_name(&ev, host);
     finish(&ev, r);
-    wj_leave();
+    wj_guard_drop();
     errno = err;
     return r;
 }
@@ -116,17 +123,19 @@ static struct hostent *timed_gethostbyname(const char *name, int af, struct host
 static struct hostent *real_gethostbyname(const char *name, int af) { (void)af; return WJ_REAL(gethostbyname)(name); }
 static struct hostent *real_gethostbyname2(const char *name, int af) { return WJ_REAL(gethostbyname2)(name, af); }
 
-WJ_EXPORT struct hostent *gethostbyname(const char *name) {
-    if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname)(name);
+struct hostent *wj_hook_gethostbyname(const char *name) {
+    if (is_numeric(name)) return WJ_REAL(gethostbyname)(name);
+    wj_guard_take();
     struct hostent *h = timed_gethostbyname(name, AF_INET, real_gethostbyname);
-    wj_leave();
+    wj_guard_drop();
     return h;
 }
 
-WJ_EXPORT struct hostent *gethostbyname2(const char *name, int af) {
-    if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname2)(name, af);
+struct hostent *wj_hook_gethostbyname2(const char *name, int af) {
+    if (is_numeric(name)) return WJ_REAL(gethostbyname2)(name, af);
+    wj_guard_take();
     struct hostent *h = timed_gethostbyname(name, af, real_gethostbyname2);
-    wj_leave();
+    wj_guard_drop();
     return h;
 }
 
@@ -138,34 +147,37 @@ static void report_r(wj_dns_event *ev, int r, struct hostent **result, int *h_er
     finish(ev, result && *result ? 0 : (h_errnop ? *h_errnop : r));
 }
 
-WJ_EXPORT int gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen, struct hostent **result,
-                              int *h_errnop) {
-    if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
+int wj_hook_gethostbyname_r(const char *name, struct hostent *ret, char *buf, size_t buflen, struct hostent **result,
+                            int *h_errnop) {
+    if (is_numeric(name)) return WJ_REAL(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
+    wj_guard_take();
     wj_dns_event ev;
     begin(&ev, WJ_DNS_GETHOSTBYNAME, name, AF_INET);
     int r = WJ_REAL(gethostbyname_r)(name, ret, buf, buflen, result, h_errnop);
     int err = errno;
     report_r(&ev, r, result, h_errnop);
-    wj_leave();
+    wj_guard_drop();
     errno = err;
     return r;
 }
 
-WJ_EXPORT int gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
-                               struct hostent **result, int *h_errnop) {
-    if (is_numeric(name) || !wj_enter()) return WJ_REAL(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop);
+int wj_hook_gethostbyname2_r(const char *name, int af, struct hostent *ret, char *buf, size_t buflen,
+                             struct hostent **result, int *h_errnop) {
+    if (is_numeric(name)) return WJ_REAL(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop);
+    wj_guard_take();
     wj_dns_event ev;
     begin(&ev, WJ_DNS_GETHOSTBYNAME, name, af);
     int r = WJ_REAL(gethostbyname2_r)(name, af, ret, buf, buflen, result, h_errnop);
     int err = errno;
     report_r(&ev, r, result, h_errnop);
-    wj_leave();
+    wj_guard_drop();
     errno = err;
     return r;
 }
 
-WJ_EXPORT struct hostent *gethostbyaddr(const void *addr, socklen_t len, int type) {
-    if (!addr || !wj_enter()) return WJ_REAL(gethostbyaddr)(addr, len, type);
+struct hostent *wj_hook_gethostbyaddr(const void *addr, socklen_t len, int type) {
+    if (!addr) return WJ_REAL(gethostbyaddr)(addr, len, type);
+    wj_guard_take();
     wj_dns_event ev;
     begin(&ev, WJ_DNS_GETHOSTBYADDR, 0, type);
     if ((type == AF_INET && len >= 4) || (type == AF_INET6 && len >= 16)) add_addr(&ev, type, addr);
@@ -173,7 +185,7 @@ WJ_EXPORT struct hostent *gethostbyaddr(const void *addr, socklen_t len, int typ
     int err = errno, herr = h_errno;
     if (h) set_name(&ev, h->h_name);
     finish(&ev, h ? 0 : herr);
-    wj_leave();
+    wj_guard_drop();
     h_errno = herr;
     errno = err;
     return h;

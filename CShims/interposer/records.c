@@ -1,6 +1,11 @@
-// The records the C side writes itself: process_start (with what it says about the machine),
-// fork, drops, exec_failed and process_end. Formatted into caller buffers, no allocation.
-#include "internal.h"
+// The records the C side writes itself, and the exec chain (records.h).
+#include "records.h"
+#include "process.h"
+#include "wedjat_json.h"
+#include <elf.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -14,13 +19,31 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <sched.h>
+#include "sys_raw.h"
 #endif
 
 #define WEDJAT_SCHEMA 1
 
-int64_t wj_epoch_us(uint64_t mono_ns) {
-    int64_t delta = (int64_t)(mono_ns - wj_proc.init_mono_ns);
-    return ((int64_t)wj_proc.init_real_ns + delta) / 1000;
+const char *const wj_record_type_names[WJ_REC_TYPES] = {
+    "process_start", "fork", "drops", "exec_failed", "warning", "startup", "sample", "stall", "modules",
+    "segment_end", "segments_removed", "process_end"};
+
+// argv as main() received it: copied before the program can rewrite its argv area
+// (setproctitle), which would also defeat the redaction of what it held.
+WJ_BIG static char argv_copy[32768];
+static size_t argv_len;
+static int argv_truncated, argv_kept;
+
+void wj_records_keep_argv(int argc, char **argv) {
+    size_t used = 0;
+    for (int i = 0; i < argc && argv && argv[i]; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        if (used + n > sizeof argv_copy) { argv_truncated = 1; break; }
+        memcpy(argv_copy + used, argv[i], n);
+        used += n;
+    }
+    argv_len = used;
+    argv_kept = 1;
 }
 
 static void header(wj_json *j, const char *type, uint64_t mono, int tid) {
@@ -48,7 +71,20 @@ static long logical_cpus(void) {
 // CPU brand string straight from the CPU: /proc/cpuinfo costs milliseconds on some VMs. Each
 // CPUID traps to the hypervisor in a VM (about 5 us here): every x86-64 CPU has the brand
 // leaves, so there the maximum leaf is not asked first.
+static void cpu_model_uncached(char *out, size_t cap);
+
+// Read once per process: forked children (and their exec'd images never) ask again.
 static void cpu_model(char *out, size_t cap) {
+    static char cached[128];
+    static int known;
+    if (!known) {
+        cpu_model_uncached(cached, sizeof cached);
+        known = 1;
+    }
+    snprintf(out, cap, "%s", cached);
+}
+
+static void cpu_model_uncached(char *out, size_t cap) {
     out[0] = 0;
 #if defined(__x86_64__) || defined(__i386__)
     unsigned int regs[12];
@@ -124,39 +160,143 @@ uint64_t wj_proc_start_ticks(void) {
     return cached_ticks;
 }
 
-// The exec'ing image (same pid) left its log path and its parent's.
-static void read_exec_hint(char *from, char *parent) {
-    char buf[3 * WJ_PATH_MAX];
-    from[0] = parent[0] = 0;
-    if (wj_read_file(wj_proc.exec_hint_path, buf, sizeof buf) <= 0) return;
-    syscall(SYS_unlinkat, AT_FDCWD, wj_proc.exec_hint_path, 0);
-    char *line2 = strchr(buf, '\n');
+// ---------------------------------------------------------------- the exec chain
+
+// Hints live on tmpfs when there is one (a file created there costs microseconds, on a disk up
+// to a third of a millisecond), in a directory of this user's that nobody else can write, and
+// otherwise in the log directory. Both are independent of the working directory, so that an
+// image exec'd after a chdir finds them even with a relative WEDJAT_DIR.
+static int hint_dir(char *out, size_t cap, int shm) {
+    if (shm) {
+        snprintf(out, cap, "/dev/shm/wedjat-%u", (unsigned)geteuid());
+        char why[WJ_WARNING_LEN];
+        return wj_ensure_dir(out, why, sizeof why);
+    }
+    snprintf(out, cap, "%s", wj_proc.config.dir);
+    return 1;
+}
+
+static void hint_path(char *out, size_t cap, const char *dir, int shm) {
+    snprintf(out, cap, shm ? "%s/exec.%d" : "%s/.exec.%d", dir, wj_proc.pid);
+}
+
+void wj_exec_hint_leave(const char *raw_dir_env) {
+    char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
+    int shm = hint_dir(dir, sizeof dir, 1);
+    if (!shm) hint_dir(dir, sizeof dir, 0);
+    hint_path(path, sizeof path, dir, shm);
+    int fd = wj_sys_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    char buf[5 * WJ_PATH_MAX];
+    // Line 1: pid, process start ticks (a stale hint of an earlier process with this pid has
+    // other ones) and the moment of the exec (CLOCK_MONOTONIC, the same clock in every image).
+    int n = snprintf(buf, sizeof buf, "%d %llu %llu\n%s\n%s\n%s\t%s\n", wj_proc.pid,
+                     (unsigned long long)wj_proc_start_ticks(), (unsigned long long)wj_now_ns(),
+                     wj_proc.log.path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : "");
+    if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+    wj_sys_close(fd);
+}
+
+void wj_exec_hint_forget(void) {
+    char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
+    for (int shm = 1; shm >= 0; shm--) {
+        if (!hint_dir(dir, sizeof dir, shm)) continue;
+        hint_path(path, sizeof path, dir, shm);
+        syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+    }
+}
+
+static char *next_line(char *p) {
+    char *nl = p ? strchr(p, '\n') : 0;
+    if (!nl) return 0;
+    *nl = 0;
+    return nl + 1;
+}
+
+int wj_exec_hint_take(wj_exec_hint *out) {
+    memset(out, 0, sizeof *out);
+    char buf[5 * WJ_PATH_MAX];
+    char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
+    long len = -1;
+    for (int shm = 1; shm >= 0 && len <= 0; shm--) {
+        if (shm) {
+            // Only look into a directory that is ours (hint_dir would create it).
+            snprintf(dir, sizeof dir, "/dev/shm/wedjat-%u", (unsigned)geteuid());
+            struct stat st;
+            if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+                st.st_uid != geteuid() || (st.st_mode & 077))
+                continue;
+        } else {
+            hint_dir(dir, sizeof dir, 0);
+        }
+        hint_path(path, sizeof path, dir, shm);
+        len = wj_read_file(path, buf, sizeof buf);
+        if (len > 0) syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+    }
+    if (len <= 0) return 0;
+    char *line2 = next_line(buf), *line3 = next_line(line2), *line4 = next_line(line3);
+    if (!line3) return 0;
+    next_line(line4);
     char *space = strchr(buf, ' ');
-    // Same pid and same process start time: written by this very process's previous image
-    // (a stale hint of an earlier process that had this pid has another start time).
-    if (!line2 || !space || space > line2 || atoi(buf) != wj_proc.pid ||
-        strtoull(space + 1, 0, 10) != wj_proc_start_ticks())
-        return;
-    // The exec's moment, when the previous image wrote it (third number of line 1).
+    // Same pid and same process start time: written by this very process's previous image.
+    if (!space || atoi(buf) != wj_proc.pid || strtoull(space + 1, 0, 10) != wj_proc_start_ticks()) return 0;
     char *end1;
     strtoull(space + 1, &end1, 10);
-    if (*end1 == ' ' && end1 < line2) wj_vitals_exec_called(strtoull(end1 + 1, 0, 10));
-    line2++;
-    char *line3 = strchr(line2, '\n');
-    if (!line3) return;
-    *line3++ = 0;
-    char *end = strchr(line3, '\n');
-    if (end) *end = 0;
-    if (strcmp(line2, wj_proc.log.path) == 0) return;
-    snprintf(from, WJ_PATH_MAX, "%s", line2);
-    snprintf(parent, WJ_PATH_MAX, "%s", line3);
+    if (*end1 == ' ') out->exec_mono = strtoull(end1 + 1, 0, 10);
+    snprintf(out->from, sizeof out->from, "%s", line2);
+    snprintf(out->parent, sizeof out->parent, "%s", line3);
+    // The chain's log directory, for an image whose WEDJAT_DIR is the same relative path.
+    char *tab = line4 ? strchr(line4, '\t') : 0;
+    if (tab) {
+        *tab = 0;
+        if (tab[1] && tab[1] != '/' && strcmp(tab + 1, wj_proc.config.dir_env) == 0)
+            snprintf(out->dir, sizeof out->dir, "%s", line4);
+    }
+    return 1;
+}
+
+// Will the new image load wedjat? Only then is a hint for it worth leaving (one nobody reads
+// would stay behind), and otherwise process_end says why it will not be watched.
+const char *wj_exec_unwatched_reason(const char *target, char *const envp[]) {
+    const char *preload = 0;
+    int disabled = 0;
+    for (char *const *e = envp; e && *e; e++) {
+        if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = *e + 11;
+        else if (strncmp(*e, "WEDJAT_DISABLE=", 15) == 0)
+            disabled = strcmp(*e + 15, "1") == 0 || strcasecmp(*e + 15, "true") == 0 ||
+                       strcasecmp(*e + 15, "yes") == 0 || strcasecmp(*e + 15, "on") == 0;
+    }
+    if (!preload || !strstr(preload, "libwedjat")) return "no_preload";
+    if (disabled) return "disabled";
+    if (!target || !strchr(target, '/')) return 0;  // found on PATH by exec*p: assume dynamic
+    struct stat st;
+    if (syscall(SYS_newfstatat, AT_FDCWD, target, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+        // Secure execution: the loader ignores LD_PRELOAD (or wedjat disables itself).
+        if ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) return "setuid";
+        if ((st.st_mode & S_ISGID) && st.st_gid != getegid()) return "setgid";
+        if (syscall(SYS_getxattr, target, "security.capability", 0, 0) > 0) return "file_capabilities";
+    }
+    unsigned char head[4096];
+    int fd = wj_sys_open(target, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    long n = wj_sys_read(fd, head, sizeof head);
+    wj_sys_close(fd);
+    if (n >= 2 && head[0] == '#' && head[1] == '!') return 0;
+    if (n < (long)sizeof(Elf64_Ehdr) || memcmp(head, ELFMAG, SELFMAG) != 0 || head[EI_CLASS] != ELFCLASS64) return 0;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)head;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        uint64_t off = eh->e_phoff + (uint64_t)i * eh->e_phentsize;
+        if (off + sizeof(Elf64_Phdr) > (uint64_t)n) return 0;  // headers beyond what we read
+        if (((const Elf64_Phdr *)(head + off))->p_type == PT_INTERP) return 0;
+    }
+    return "static";  // LD_PRELOAD does not apply
 }
 
 static const char *argv_mode_name(int mode) {
     return mode == WJ_ARGV_FULL ? "full" : mode == WJ_ARGV_NONE ? "none" : "redact";
 }
 
-size_t wj_format_process_start(char *buf, size_t cap) {
+size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) {
     wj_json j;
     wj_json_init(&j, buf, cap);
     header(&j, "process_start", wj_proc.init_mono_ns, wj_proc.pid);
@@ -170,10 +310,10 @@ size_t wj_format_process_start(char *buf, size_t cap) {
     // argv as main() got it; before main (or without it), what the kernel holds now.
     WJ_BIG static char proc_cmdline[32768];
     WJ_BIG static char redacted[4096];
-    const char *cmdline = wj_argv_copy;
-    long len = (long)wj_argv_len;
-    int truncated = wj_argv_truncated;
-    if (!wj_main_seen) {
+    const char *cmdline = argv_copy;
+    long len = (long)argv_len;
+    int truncated = argv_truncated;
+    if (!argv_kept) {
         len = wj_read_file("/proc/self/cmdline", proc_cmdline, sizeof proc_cmdline);
         truncated = len >= (long)sizeof proc_cmdline - 1;
         cmdline = proc_cmdline;
@@ -198,12 +338,10 @@ size_t wj_format_process_start(char *buf, size_t cap) {
     if (truncated) wj_json_bool(&j, "argv_truncated", 1);
     wj_json_str(&j, "argv_mode", argv_mode_name(wj_proc.config.argv_mode));
 
-    char exec_from[WJ_PATH_MAX], hint_parent[WJ_PATH_MAX];
-    read_exec_hint(exec_from, hint_parent);
-    const char *parent = wj_proc.parent_log[0] ? wj_proc.parent_log : hint_parent;
+    const char *parent = wj_proc.parent_log[0] ? wj_proc.parent_log : hint ? hint->parent : "";
     wj_json_int(&j, "ppid", wj_proc.ppid);
     wj_json_str(&j, "parent_log", parent[0] ? parent : 0);
-    wj_json_str(&j, "exec_from", exec_from[0] ? exec_from : 0);
+    wj_json_str(&j, "exec_from", hint && hint->from[0] ? hint->from : 0);
     wj_json_str(&j, "log", wj_proc.log.path);
 
     struct utsname u;
@@ -293,9 +431,16 @@ static const char *end_reason_name(int reason) {
     }
 }
 
-size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const char *counts,
-                             uint64_t dropped_events, uint64_t dropped_records, uint64_t untracked,
-                             uint64_t open_connections) {
+size_t wj_format_warning(char *buf, size_t cap, uint64_t now, const char *kind, const char *message) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "warning", now, 0);
+    if (kind) wj_json_str(&j, "kind", kind);
+    wj_json_str(&j, "message", message);
+    return done(&j);
+}
+
+size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const wj_end_counts *c) {
     wj_json j;
     wj_json_init(&j, buf, cap);
     header(&j, "process_end", now, tid);
@@ -305,21 +450,24 @@ size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const
         wj_json_int(&j, "exit_status", wj_proc.exit_status);
     else
         wj_json_null(&j, "exit_status");
-    if (reason == WJ_END_EXEC) wj_json_str(&j, "exec", wj_proc.exec_target);
+    if (reason == WJ_END_EXEC) {
+        wj_json_str(&j, "exec", wj_proc.exec_target);
+        // The next image will not be watched, and why: no preload, disabled, setuid, static...
+        if (c->exec_unwatched) wj_json_str(&j, "exec_unwatched", c->exec_unwatched);
+    }
     int64_t dur = wj_epoch_us(now) - wj_epoch_us(wj_proc.init_mono_ns);
     wj_json_int(&j, "duration_us", dur > 0 ? dur : 0);
     wj_json_key(&j, "records");
     wj_json_raw(&j, "{");
-    wj_json_raw(&j, counts);
+    wj_json_raw(&j, c->records ? c->records : "");
     wj_json_raw(&j, "}");
-    wj_json_uint(&j, "dropped_events", dropped_events);
-    wj_json_uint(&j, "dropped_records", dropped_records);
-    wj_json_uint(&j, "untracked_connections", untracked);
-    wj_json_uint(&j, "open_connections", open_connections);
+    wj_json_uint(&j, "dropped_events", c->dropped_events);
+    wj_json_uint(&j, "dropped_records", c->dropped_records);
+    wj_json_uint(&j, "untracked_connections", c->untracked);
+    wj_json_uint(&j, "open_connections", c->open_connections);
     // Captured bytes the HTTP parser never saw (its ring was full): exchanges they cut short
     // are http records with error "desync"; those within skipped bodies cost nothing.
-    wj_json_uint(&j, "capture_dropped", wj_ring_dropped(&wj_payload_ring));
-    uint64_t stalls_lost = wj_stalls_lost();
-    if (stalls_lost) wj_json_uint(&j, "stalls_lost", stalls_lost);
+    wj_json_uint(&j, "capture_dropped", c->capture_dropped);
+    if (c->stalls_lost) wj_json_uint(&j, "stalls_lost", c->stalls_lost);
     return done(&j);
 }

@@ -23,7 +23,15 @@
 // Blocked calls (connect, getaddrinfo & co., read/recv on a blocking client socket) are timed by
 // their hooks; one past the threshold is recorded by the thread itself when the call returns,
 // with its own stack.
-#include "internal.h"
+#include "stalls.h"
+#include "conns.h"
+#include "context.h"
+#include "process.h"
+#include "records.h"
+#include "signals.h"
+#include "vitals.h"
+#include "wake.h"
+#include "wedjat_json.h"
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <dlfcn.h>
@@ -41,6 +49,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "sys_raw.h"
 
 #define WJ_LOOPS 1024
 #define WJ_STALL_BUFS 16
@@ -66,6 +75,7 @@ typedef struct wj_stall {
     char thread[16];
     const char *after;            // loop: the wait before
     const char *call;             // blocked
+    const char *no_stack;         // why it has no stack sample, if it has none
     int fd, err, ongoing;
     char peer[64], host[WJ_DNS_NAME_MAX];
     uint64_t start, end, cpu_first, t_first, cpu_end;
@@ -150,19 +160,30 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
-// Not from a signal handler: dlopen.
+// Loaded by wedjat's thread only (dlopen allocates and takes the loader's lock): an app
+// thread that needs a stack before it is loaded asks for it and goes without this once.
+static int unwinder_loaded(void) { return atomic_load_explicit(&unw.state, memory_order_acquire) == 1; }
+
+static _Atomic int unwinder_wanted;
+
+void wj_stalls_want_unwinder(void) {
+    if (WJ_UNLIKELY(atomic_load_explicit(&unw.state, memory_order_relaxed) == 0) &&
+        !atomic_load_explicit(&unwinder_wanted, memory_order_relaxed)) {
+        atomic_store(&unwinder_wanted, 1);
+        wj_request(WJ_REQ_THREAD);
+    }
+}
+
 static int unwinder_ready(void) {
     int s = atomic_load(&unw.state);
     if (WJ_LIKELY(s == 1)) return 1;
-    if (s == -1) return 0;
+    if (s == -1 || !wj_context_is_internal()) return 0;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&unw.state, &expected, 2)) {
         for (int i = 0; i < 1000 && atomic_load(&unw.state) == 2; i++) sched_yield();
         return atomic_load(&unw.state) == 1;
     }
-    wj_logfile_lock_fds(&wj_proc.log);
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    wj_logfile_unlock_fds(&wj_proc.log);
     if (h) {
         unw.getcontext = (unw_getcontext_fn)dlsym(h, "_Ux86_64_getcontext");
         unw.init_local = (unw_init_local_fn)dlsym(h, "_ULx86_64_init_local");
@@ -187,9 +208,10 @@ static uint32_t walk(unw_cursor_t *cur, uint64_t *frames) {
     return n;
 }
 
-// The calling thread's own stack, wedjat's frames left out.
+// The calling thread's own stack, wedjat's frames left out (0 frames when the unwinder is not
+// loaded yet).
 static uint32_t own_stack(uint64_t *frames) {
-    if (!unwinder_ready()) return 0;
+    if (!unwinder_loaded()) return 0;
     unw_context_t uc;
     unw_cursor_t cur;
     if (unw.getcontext(&uc) < 0 || unw.init_local(&cur, &uc) < 0) return 0;
@@ -212,40 +234,11 @@ static uint64_t own_cpu_ns(void) {
 
 // ---------------------------------------------------------------- the signal
 
-static _Atomic int stall_sig;            // 0 until the first sample
-static struct sigaction app_action;      // what the app installed on our signal number
-
-static void chain_to_app(int sig, siginfo_t *si, void *uc) {
-    struct sigaction a = app_action;
-    if (a.sa_flags & SA_SIGINFO) {
-        if (a.sa_sigaction) a.sa_sigaction(sig, si, uc);
-    } else if (a.sa_handler == SIG_DFL) {
-        // The default action of a real-time signal ends the process: do exactly that.
-        struct sigaction d;
-        memset(&d, 0, sizeof d);
-        d.sa_handler = SIG_DFL;
-        WJ_REAL(sigaction)(sig, &d, 0);
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, sig);
-        pthread_sigmask(SIG_UNBLOCK, &s, 0);
-        syscall(SYS_tgkill, getpid(), wj_gettid(), sig);
-    } else if (a.sa_handler != SIG_IGN) {
-        a.sa_handler(sig);
-    }
-}
-
-static int is_ours(const siginfo_t *si) {
-    return si && si->si_code == SI_QUEUE && si->si_pid == wj_proc.pid && si->si_value.sival_int == WJ_SIG_MAGIC;
-}
-
+// wedjat's signal (signals.c claims it and calls this only for the signals wedjat queued).
 static void stall_handler(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)si;
     int err = errno;
-    if (!is_ours(si)) {
-        chain_to_app(sig, si, uc);
-        errno = err;
-        return;
-    }
     wj_loop *l = my_loop;
     uint32_t one = 1;
     if (l && atomic_compare_exchange_strong(&l->req, &one, 0)) {
@@ -267,67 +260,10 @@ static void stall_handler(int sig, siginfo_t *si, void *uc) {
     errno = err;
 }
 
-// The highest real-time signal nobody handles, counting down from SIGRTMAX-7.
 static int install_signal(void) {
-    int sig = atomic_load(&stall_sig);
+    int sig = wj_signal_private();
     if (sig) return sig > 0;
-    for (int s = SIGRTMAX - 7; s >= SIGRTMIN + 4; s--) {
-        struct sigaction cur;
-        if (WJ_REAL(sigaction)(s, 0, &cur) != 0) continue;
-        if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
-            memset(&app_action, 0, sizeof app_action);
-            app_action.sa_handler = SIG_DFL;
-            struct sigaction act;
-            memset(&act, 0, sizeof act);
-            act.sa_sigaction = stall_handler;
-            act.sa_flags = SA_SIGINFO | SA_RESTART;
-            sigemptyset(&act.sa_mask);
-            if (WJ_REAL(sigaction)(s, &act, 0) != 0) break;
-            atomic_store(&stall_sig, s);
-            return 1;
-        }
-    }
-    atomic_store(&stall_sig, -1);
-    return 0;
-}
-
-// The app asks about or sets our signal number: it sees and sets its own action, ours stays
-// and chains to it.
-WJ_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-    int ours = atomic_load_explicit(&stall_sig, memory_order_relaxed);
-    if (WJ_LIKELY(ours <= 0 || sig != ours)) return WJ_REAL(sigaction)(sig, act, old);
-    struct sigaction prev = app_action;
-    if (act) app_action = *act;
-    if (old) *old = prev;
-    return 0;
-}
-
-WJ_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
-    int ours = atomic_load_explicit(&stall_sig, memory_order_relaxed);
-    if (WJ_LIKELY(ours <= 0 || sig != ours)) return WJ_REAL(signal)(sig, handler);
-    sighandler_t prev = (app_action.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)app_action.sa_sigaction : app_action.sa_handler;
-    memset(&app_action, 0, sizeof app_action);
-    app_action.sa_handler = handler;
-    app_action.sa_flags = SA_RESTART;  // glibc's signal() has BSD semantics
-    return prev;
-}
-
-// Could this thread be running a signal handler (agent.c asks before it creates a thread)? Not
-// if no signal with a handler is blocked in it: a handler runs with its signal blocked unless
-// SA_NODEFER. glibc's internal signals (32, 33) and wedjat's own call no hook.
-int wj_maybe_in_signal_handler(void) {
-    sigset_t blocked;
-    if (pthread_sigmask(SIG_BLOCK, 0, &blocked) != 0) return 1;
-    int ours = atomic_load(&stall_sig);
-    for (int s = 1; s <= SIGRTMAX; s++) {
-        struct sigaction cur;
-        if (s == ours) cur = app_action;
-        else if (s == SIGKILL || s == SIGSTOP || WJ_REAL(sigaction)(s, 0, &cur) != 0) continue;
-        void (*h)(int) = (cur.sa_flags & SA_SIGINFO) ? (void (*)(int))(void *)cur.sa_sigaction : cur.sa_handler;
-        if (h == SIG_DFL || h == SIG_IGN) continue;
-        if ((cur.sa_flags & SA_NODEFER) || sigismember(&blocked, s) == 1) return 1;
-    }
-    return 0;
+    return wj_signal_claim_private(stall_handler, WJ_SIG_MAGIC) > 0;
 }
 
 // A sample signal was queued to this thread, which is about to wait or sleep: let it land
@@ -337,13 +273,13 @@ static void settle_signal(wj_loop *l) {
     int err = errno;
     for (int i = 0; i < 64 && atomic_load(&l->req); i++) syscall(SYS_getppid);
     if (atomic_load(&l->req)) {
-        int sig = atomic_load(&stall_sig);
+        int sig = wj_signal_private();
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, sig);
         struct timespec zero = {0, 0};
         siginfo_t si;
-        if (sig > 0 && syscall(SYS_rt_sigtimedwait, &set, &si, &zero, _NSIG / 8) == sig && !is_ours(&si))
+        if (sig > 0 && syscall(SYS_rt_sigtimedwait, &set, &si, &zero, _NSIG / 8) == sig && !wj_signal_is_ours(&si))
             syscall(SYS_rt_tgsigqueueinfo, wj_proc.pid, wj_gettid(), sig, &si);  // the app's: back in line
         atomic_store(&l->req, 0);
     }
@@ -357,8 +293,10 @@ static void loop_thread_exit(void *p) {
     if (l) atomic_store(&l->tid, 0);
 }
 
+// Called from a wait hook (after its gate). Not inside a signal handler: a wait there is no
+// iteration of the thread's loop.
 static wj_loop *loop_register(void) {
-    if (my_loop_none || !wj_stall_ns || !wj_enter()) return 0;
+    if (my_loop_none || !wj_stall_ns || wj_in_handler()) return 0;
     int err = errno;
     int tid = wj_gettid();
     wj_loop *found = 0;
@@ -385,9 +323,8 @@ static wj_loop *loop_register(void) {
         found->prev_busy = found->prev_iter = 0;
         my_loop = found;
         if (loop_key_ok) pthread_setspecific(loop_key, found);
-        if (wj_main_seen) wj_agent_start_watch();
+        if (wj_proc.main_mono_ns) wj_request(WJ_REQ_THREAD);
     }
-    wj_leave();
     errno = err;
     return found;
 }
@@ -397,7 +334,7 @@ static void stall_ended(wj_loop *l, uint64_t since, uint64_t now) {
     WJ_STORE(l->ended_end, now);
     WJ_STORE(l->ended_cpu, own_cpu_ns());
     atomic_fetch_add_explicit(&l->ended_seq, 1, memory_order_release);
-    wj_agent_nudge_stall();
+    wj_wake();
 }
 
 void wj_wait_begin(void) {
@@ -427,8 +364,7 @@ void wj_wait_end(int ready_call) {
 
 // Sleeps: no signal while in one; a sample asked for meanwhile is taken by the thread itself
 // when the sleep returns (the same stack).
-static wj_loop *sleep_begin(void) {
-    wj_sampler_poke(0);
+void *wj_sleep_begin(void) {
     wj_loop *l = my_loop;
     if (!l) return 0;
     uint32_t old = atomic_exchange_explicit(&l->phase, PH_SLEEP, memory_order_acq_rel);
@@ -440,51 +376,23 @@ static wj_loop *sleep_begin(void) {
     return l;
 }
 
-static void sleep_end(wj_loop *l) {
+void wj_sleep_end(void *loop) {
+    wj_loop *l = loop;
     if (!l) return;
     // Still SLEEP while it samples itself: the watchdog must not signal it meanwhile.
-    if (WJ_UNLIKELY(atomic_load(&l->want_self)) && atomic_exchange(&l->want_self, 0)) {
+    if (WJ_UNLIKELY(atomic_load(&l->want_self)) && atomic_exchange(&l->want_self, 0) && !wj_in_handler()) {
         int err = errno;
-        if (wj_enter()) {
-            l->self.t = wj_now_ns();
-            l->self.interrupted = 0;
-            l->self.cpu_ns = own_cpu_ns();
-            l->self_busy_since = WJ_LOAD(l->busy_since);
-            l->self.n = own_stack(l->self.frames);
-            atomic_fetch_add_explicit(&l->self_seq, 1, memory_order_release);
-            wj_leave();
-        }
+        wj_guard_take();
+        l->self.t = wj_now_ns();
+        l->self.interrupted = 0;
+        l->self.cpu_ns = own_cpu_ns();
+        l->self_busy_since = WJ_LOAD(l->busy_since);
+        l->self.n = own_stack(l->self.frames);
+        atomic_fetch_add_explicit(&l->self_seq, 1, memory_order_release);
+        wj_guard_drop();
         errno = err;
     }
     atomic_store_explicit(&l->phase, PH_BUSY, memory_order_release);
-}
-
-WJ_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
-    wj_loop *l = sleep_begin();
-    int r = WJ_REAL(nanosleep)(req, rem);
-    sleep_end(l);
-    return r;
-}
-
-WJ_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem) {
-    wj_loop *l = sleep_begin();
-    int r = WJ_REAL(clock_nanosleep)(clock, flags, req, rem);
-    sleep_end(l);
-    return r;
-}
-
-WJ_EXPORT int usleep(useconds_t usec) {
-    wj_loop *l = sleep_begin();
-    int r = WJ_REAL(usleep)(usec);
-    sleep_end(l);
-    return r;
-}
-
-WJ_EXPORT unsigned int sleep(unsigned int seconds) {
-    wj_loop *l = sleep_begin();
-    unsigned int r = WJ_REAL(sleep)(seconds);
-    sleep_end(l);
-    return r;
 }
 
 // ---------------------------------------------------------------- stall buffers
@@ -508,9 +416,7 @@ static wj_stall *claim_buffer(uint32_t to) {
 static void thread_name(int tid, char *out, size_t cap) {
     char path[64], buf[32];
     snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-    wj_logfile_lock_fds(&wj_proc.log);
     long n = wj_read_file(path, buf, sizeof buf);
-    wj_logfile_unlock_fds(&wj_proc.log);
     if (n <= 0) { out[0] = 0; return; }
     if (buf[n - 1] == '\n') n--;
     if ((size_t)n >= cap) n = (long)cap - 1;
@@ -561,13 +467,24 @@ void wj_stall_blocked(const char *call, int fd, const struct sockaddr *peer, con
         s->end = end;
         format_peer(fd, peer, s->peer, sizeof s->peer);
         if (host) snprintf(s->host, sizeof s->host, "%s", host);
-        s->samples[0].t = end;
-        s->samples[0].interrupted = 0;
-        s->samples[0].n = own_stack(s->samples[0].frames);
-        s->nsamples = 1;
+        // Its stack, walked here: not inside a signal handler (a small alternate stack, and
+        // the walk is not ours to make there), and only once wedjat's thread loaded the unwinder.
+        if (wj_in_handler()) {
+            s->no_stack = "the call was made inside a signal handler";
+        } else if (!unwinder_loaded()) {
+            s->no_stack = atomic_load(&unw.state) < 0 ? "libunwind.so.8 could not be loaded" : "the unwinder was not loaded yet";
+            wj_stalls_want_unwinder();
+        } else {
+            wj_guard_take();
+            s->samples[0].t = end;
+            s->samples[0].interrupted = 0;
+            s->samples[0].n = own_stack(s->samples[0].frames);
+            s->nsamples = 1;
+            wj_guard_drop();
+        }
         atomic_store_explicit(&s->state, BUF_READY, memory_order_release);
-        wj_agent_start_watch();
-        wj_agent_nudge_stall();
+        wj_request(WJ_REQ_THREAD | WJ_REQ_RECORDS);
+        wj_wake();
     }
     errno = saved;
 }
@@ -582,12 +499,33 @@ static uint64_t sample_due(const wj_stall *s, uint32_t k) {
 
 // Can a signal interrupt what the thread is doing now without the app seeing EINTR? Running
 // in user space: yes. In a system call: only those SA_RESTART restarts.
+// A socket's receive and send timeouts, read from wedjat's thread, whose fd table is not the
+// app's: the app's fd is duplicated into it for a moment (pidfd_getfd). 1: no timeouts (or
+// not a socket), 0: a timeout, or unknown.
+static int no_socket_timeouts(int fd) {
+    int pidfd = (int)syscall(434 /* pidfd_open */, wj_proc.pid, 0);
+    if (pidfd < 0) return 0;
+    int mine = (int)syscall(438 /* pidfd_getfd */, pidfd, fd, 0);
+    wj_sys_close(pidfd);
+    if (mine < 0) return 0;
+    struct timeval tv[2];
+    socklen_t len = sizeof tv[0];
+    int ok;
+    if (syscall(SYS_getsockopt, mine, SOL_SOCKET, SO_RCVTIMEO, &tv[0], &len) != 0) {
+        ok = errno == ENOTSOCK;  // a pipe or a file: SA_RESTART restarts its reads
+    } else {
+        len = sizeof tv[1];
+        ok = syscall(SYS_getsockopt, mine, SOL_SOCKET, SO_SNDTIMEO, &tv[1], &len) == 0 && !tv[0].tv_sec &&
+             !tv[0].tv_usec && !tv[1].tv_sec && !tv[1].tv_usec;
+    }
+    wj_sys_close(mine);
+    return ok;
+}
+
 static int safe_to_signal(int tid) {
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    wj_logfile_lock_fds(&wj_proc.log);
     long n = wj_read_file(path, buf, sizeof buf - 1);
-    wj_logfile_unlock_fds(&wj_proc.log);
     if (n <= 0) return 0;
     buf[n] = 0;
     if (strncmp(buf, "running", 7) == 0) return 1;
@@ -601,13 +539,7 @@ static int safe_to_signal(int tid) {
     case SYS_read: case SYS_readv: case SYS_pread64: case SYS_write: case SYS_writev: case SYS_pwrite64:
     case SYS_recvfrom: case SYS_recvmsg: case SYS_sendto: case SYS_sendmsg: {
         // A socket with a receive or send timeout returns EINTR even under SA_RESTART.
-        struct timeval tv[2];
-        socklen_t len = sizeof tv[0];
-        int fd = (int)args[0];
-        if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_RCVTIMEO, &tv[0], &len) != 0) return 1;  // not a socket
-        len = sizeof tv[1];
-        if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &tv[1], &len) != 0) return 0;
-        return !tv[0].tv_sec && !tv[0].tv_usec && !tv[1].tv_sec && !tv[1].tv_usec;
+        return no_socket_timeouts((int)args[0]);
     }
     case SYS_accept: case SYS_accept4: case SYS_connect: case SYS_wait4: case SYS_waitid: case SYS_flock:
     case SYS_fsync: case SYS_fdatasync: case SYS_open: case SYS_openat: case SYS_sendfile:
@@ -638,7 +570,7 @@ static void take_sample(wj_loop *l, wj_stall *s, int tid, uint64_t now) {
     }
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    si.si_signo = atomic_load(&stall_sig);
+    si.si_signo = wj_signal_private();
     si.si_code = SI_QUEUE;
     si.si_pid = wj_proc.pid;
     si.si_uid = getuid();
@@ -709,7 +641,7 @@ static void start_loop_stall(wj_loop *l, int tid, uint64_t since) {
 static _Atomic uint64_t watch_due;
 
 // One round of the watchdog: ends, samples, crossings. Returns when it wants the next round.
-uint64_t wj_stalls_watch(void) {
+static uint64_t stalls_watch(void) {
     int used = atomic_load(&loops_used);
     if (!wj_stall_ns || !used) return 0;
     uint64_t now = wj_now_ns();
@@ -763,19 +695,12 @@ uint64_t wj_stalls_watch(void) {
     return next;
 }
 
-uint64_t wj_stalls_next_due(void) { return atomic_load(&watch_due); }
+static uint64_t stalls_next_due(void) { return atomic_load(&watch_due); }
 
 uint64_t wj_stalls_lost(void) { return atomic_load(&stalls_lost) + atomic_load(&loops_full); }
 
-int wj_stalls_ready(void) {
-    int touched = atomic_load(&stalls_touched);
-    for (int i = 0; i < touched; i++)
-        if (atomic_load(&stalls[i].state) == BUF_READY) return 1;
-    return 0;
-}
-
 // The final flush: stalls still going on are written as such.
-void wj_stalls_final(void) {
+static void stalls_final(void) {
     int used = atomic_load(&loops_used);
     uint64_t now = wj_now_ns();
     for (int i = 0; i < used; i++)
@@ -905,7 +830,10 @@ static size_t format_stall(char *buf, size_t cap, const wj_stall *s) {
     wj_json_end_array(&j);
     wj_json_int(&j, "samples_lost", s->lost);
     if (s->ongoing) wj_json_bool(&j, "ongoing", 1);
-    if (!s->nsamples && atomic_load(&unw.state) == -1) wj_json_str(&j, "stack_unavailable", "libunwind.so.8 could not be loaded");
+    if (!s->nsamples)
+        wj_json_str(&j, "stack_unavailable", s->no_stack ? s->no_stack
+                                             : atomic_load(&unw.state) == -1 ? "libunwind.so.8 could not be loaded"
+                                                                             : "no sample could be taken");
     wj_json_end(&j);
     wj_json_newline(&j);
     return j.overflow ? 0 : j.len;
@@ -913,7 +841,7 @@ static size_t format_stall(char *buf, size_t cap, const wj_stall *s) {
 
 // The next record to write: a `modules` record when the loaded objects changed since the last
 // one (and a stall is waiting), else a finished stall. 0 when there is none.
-size_t wj_stalls_next_record(char *buf, size_t cap, int *is_modules) {
+static size_t next_record(char *buf, size_t cap, int *is_modules) {
     int touched = atomic_load(&stalls_touched);
     for (int i = 0; i < touched; i++) {
         wj_stall *s = &stalls[i];
@@ -990,13 +918,13 @@ void wj_stalls_loops_json(wj_json *j, uint64_t now) {
 
 // ---------------------------------------------------------------- life cycle
 
-void wj_stalls_init(void) {
+static void stalls_init(void) {
     wj_stall_ns = (uint64_t)wj_proc.config.stall_ms * 1000000ull;
     loop_key_ok = pthread_key_create(&loop_key, loop_thread_exit) == 0;
 }
 
 // Only the forking thread lives on in the child: its slot stays, the others go.
-void wj_stalls_atfork_child(void) {
+static void stalls_forked_child(void) {
     int used = atomic_load(&loops_used);
     for (int i = 0; i < used; i++) {
         loops[i].stall = 0;
@@ -1012,3 +940,34 @@ void wj_stalls_atfork_child(void) {
     modules_gen = 0;
     atomic_store(&watch_due, 0);
 }
+
+// ---------------------------------------------------------------- the component
+
+static void stalls_round(const wj_round *r) {
+    (void)r;
+    if (!wj_stall_ns) return;
+    // The unwinder, loaded here (wedjat's thread) as soon as a loop thread or a blocking call
+    // may need a stack.
+    if (atomic_load(&unw.state) == 0 && (atomic_load(&loops_used) || atomic_load(&unwinder_wanted))) unwinder_ready();
+    stalls_watch();
+}
+
+static void stalls_collect(const wj_round *r, const wj_out *out) {
+    WJ_BIG static char line[64 * 1024];
+    // Stalls that ended (with the module map they need first); at the end, those going on.
+    if (r->final) stalls_final();
+    for (int is_modules;;) {
+        size_t len = next_record(line, sizeof line, &is_modules);
+        if (!len) break;
+        out->line(out->ctx, is_modules ? WJ_REC_MODULES : WJ_REC_STALL, line, len == (size_t)-1 ? 0 : len);
+    }
+}
+
+const wj_component wj_stalls_component = {
+    .name = "stalls",
+    .init = stalls_init,
+    .forked_child = stalls_forked_child,
+    .next_due = stalls_next_due,
+    .round = stalls_round,
+    .collect = stalls_collect,
+};

@@ -3,7 +3,9 @@
 // socket by the library's own getter (SSL_get_fd, gnutls_transport_get_int); sessions over
 // custom transports (curl's BIO, for one) by the tracked socket the call itself used,
 // remembered in a small table.
-#include "internal.h"
+#include "tls.h"
+#include "conns.h"
+#include "hooks.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
@@ -175,8 +177,7 @@ static void ossl_maybe_done(wj_conn *c, const void *ssl, uint64_t t_call) {
 }
 
 #define OSSL_HANDSHAKE(name)                                          \
-    WJ_EXPORT int name(void *ssl) {                                   \
-        if (!wj_enter()) return WJ_REAL(name)(ssl);                   \
+    int wj_hook_##name(void *ssl) {                                   \
         openssl_resolve((void *)WJ_REAL(name));                       \
         tls_call call;                                                \
         call_begin(&call, ssl, ossl_fd(ssl), WJ_TLS_OPENSSL);         \
@@ -184,7 +185,6 @@ static void ossl_maybe_done(wj_conn *c, const void *ssl, uint64_t t_call) {
         int err = errno;                                              \
         wj_conn *c = call_end(&call, ssl, WJ_TLS_OPENSSL);            \
         if (c) ossl_handshake_result(c, ssl, r, call.t);              \
-        wj_leave();                                                   \
         errno = err;                                                  \
         return r;                                                     \
     }
@@ -192,7 +192,7 @@ OSSL_HANDSHAKE(SSL_connect)
 OSSL_HANDSHAKE(SSL_accept)
 OSSL_HANDSHAKE(SSL_do_handshake)
 
-WJ_EXPORT int SSL_set_fd(void *ssl, int fd) {
+int wj_hook_SSL_set_fd(void *ssl, int fd) {
     int r = WJ_REAL(SSL_set_fd)(ssl, fd);
     wj_conn *c = r == 1 ? wj_fd_conn(fd) : 0;
     if (c && !WJ_LOAD(c->tls)) WJ_STORE(c->tls, WJ_TLS_OPENSSL);  // raw bytes are TLS from now on
@@ -201,8 +201,7 @@ WJ_EXPORT int SSL_set_fd(void *ssl, int fd) {
 
 // One macro for the four data calls: `got` is the byte count when the call succeeded.
 #define OSSL_DATA(name, params, args, dir, buf, got_expr)             \
-    WJ_EXPORT int name params {                                       \
-        if (!wj_enter()) return WJ_REAL(name) args;                   \
+    int wj_hook_##name params {                                       \
         openssl_resolve((void *)WJ_REAL(name));                       \
         tls_call call;                                                \
         call_begin(&call, ssl, ossl_fd(ssl), WJ_TLS_OPENSSL);         \
@@ -214,7 +213,6 @@ WJ_EXPORT int SSL_set_fd(void *ssl, int fd) {
             uint64_t moved = (got_expr);                              \
             if (moved) plaintext(c, call.fd, dir, buf, moved);        \
         }                                                             \
-        wj_leave();                                                   \
         errno = err;                                                  \
         return r;                                                     \
     }
@@ -234,8 +232,7 @@ static uint16_t gtls_wire_version(int v) {
     return v >= 1 && v <= 5 ? (uint16_t)(0x0300 + (v - 1)) : 0;
 }
 
-WJ_EXPORT int gnutls_handshake(void *session) {
-    if (!wj_enter()) return WJ_REAL(gnutls_handshake)(session);
+int wj_hook_gnutls_handshake(void *session) {
     gnutls_resolve((void *)WJ_REAL(gnutls_handshake));
     tls_call call;
     call_begin(&call, session, gtls_fd(session), WJ_TLS_GNUTLS);
@@ -252,14 +249,12 @@ WJ_EXPORT int gnutls_handshake(void *session) {
             wj_note_error(c, EPROTO, WJ_ERR_TLS);
         }
     }
-    wj_leave();
     errno = err;
     return r;
 }
 
 #define GTLS_DATA(name, params, args, dir, buf)                       \
-    WJ_EXPORT ssize_t name params {                                   \
-        if (!wj_enter()) return WJ_REAL(name) args;                   \
+    ssize_t wj_hook_##name params {                                   \
         gnutls_resolve((void *)WJ_REAL(name));                        \
         tls_call call;                                                \
         call_begin(&call, session, gtls_fd(session), WJ_TLS_GNUTLS);  \
@@ -267,7 +262,6 @@ WJ_EXPORT int gnutls_handshake(void *session) {
         int err = errno;                                              \
         wj_conn *c = call_end(&call, session, WJ_TLS_GNUTLS);         \
         if (c && r > 0) plaintext(c, call.fd, dir, buf, (uint64_t)r); \
-        wj_leave();                                                   \
         errno = err;                                                  \
         return r;                                                     \
     }

@@ -4,12 +4,16 @@
 //
 // Samples are taken on the agent thread, or in the final flush; the app's threads only ever
 // run wj_note_ready (one relaxed load once the process is ready). Files are read with raw
-// syscalls into static buffers, each while holding wj_logfile_lock_fds, so the app's
-// close_range/closefrom never closes an fd of ours in the middle of a read. The state below
-// is guarded by sample_lock: the periodic sample runs without the agent lock (a slow sysfs
-// file must not hold up the app's fork() or a flush); the final flush takes it under the
-// agent lock.
-#include "internal.h"
+// syscalls into static buffers, where wedjat's fds live (the agent thread's own fd table, or
+// the final flush of a process without that thread: lifecycle.c). The state below is guarded
+// by sample_lock: the periodic sample runs without the agent lock (a slow sysfs file must not
+// hold up the app's fork() or a flush); the final flush takes it under the agent lock.
+#include "vitals.h"
+#include "context.h"
+#include "process.h"
+#include "records.h"
+#include "stalls.h"
+#include "wedjat_json.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "sys_raw.h"
 
 #define MAX_THREADS 1024   // threads read per sample to find the busiest (their count is exact)
 #define TOP_THREADS 3
@@ -45,14 +50,10 @@ static const char *const ready_names[] = {
 
 void wj_note_ready_slow(int call) {
     // Before main it is the loader's and constructors' business, not the program being ready.
-    if (!wj_main_seen || wj_disabled) return;
-    int err = errno;
-    // wedjat's own thread, or a vfork child sharing our memory, does not count.
-    if (wj_gettid() != atomic_load_explicit(&wj_agent_tid, memory_order_relaxed) && wj_sys_getpid() == wj_proc.pid) {
-        uint64_t expected = 0;
-        atomic_compare_exchange_strong(&wj_ready_word, &expected, (wj_now_ns() << 4) | (uint64_t)call);
-    }
-    errno = err;
+    // (Called after the hook's gate: never from wedjat's own thread or a vfork child.)
+    if (!wj_proc.main_mono_ns) return;
+    uint64_t expected = 0;
+    atomic_compare_exchange_strong(&wj_ready_word, &expected, (wj_now_ns() << 4) | (uint64_t)call);
 }
 
 // ---------------------------------------------------------------- file helpers
@@ -61,7 +62,6 @@ void wj_note_ready_slow(int call) {
 static long read_small(const char *path, char *buf, size_t cap) {
     int saved = errno;
     long r;
-    wj_logfile_lock_fds(&wj_proc.log);
     int fd = wj_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         r = -errno;
@@ -78,7 +78,6 @@ static long read_small(const char *path, char *buf, size_t cap) {
         if (r == 0) r = (long)used;
         wj_sys_close(fd);
     }
-    wj_logfile_unlock_fds(&wj_proc.log);
     buf[r > 0 ? r : 0] = 0;
     errno = saved;
     return r;
@@ -107,11 +106,10 @@ struct linux_dirent64 {
 };
 
 // Calls fn(name, ctx) for each entry of dir but . and .. (at most `max`); returns how many,
-// or -errno. The directory fd is open only inside, under the fd lock.
+// or -errno.
 static int list_dir(const char *dir, int max, void (*fn)(const char *name, void *ctx), void *ctx) {
     WJ_BIG static char dents[32768];
     int saved = errno;
-    wj_logfile_lock_fds(&wj_proc.log);
     int fd = wj_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     int count = 0;
     if (fd < 0) {
@@ -130,7 +128,6 @@ static int list_dir(const char *dir, int max, void (*fn)(const char *name, void 
         }
         wj_sys_close(fd);
     }
-    wj_logfile_unlock_fds(&wj_proc.log);
     errno = saved;
     return count;
 }
@@ -233,13 +230,13 @@ void wj_vitals_exec_called(uint64_t mono_ns) { exec_call_mono = mono_ns; }
 // The agent thread's own CPU time, published by it each round (no file to read for it).
 static _Atomic uint64_t agent_cpu_ns;
 
-void wj_vitals_agent_cpu(void) {
+static void publish_agent_cpu(void) {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
         atomic_store_explicit(&agent_cpu_ns, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, memory_order_relaxed);
 }
 
-uint64_t wj_vitals_next_due(void) { return wj_proc.config.sample_ms > 0 ? next_due : 0; }
+static uint64_t vitals_next_due(void) { return wj_proc.config.sample_ms > 0 ? next_due : 0; }
 
 static struct rusage self_usage(void) {
     struct rusage ru;
@@ -254,7 +251,7 @@ static uint64_t tv_us(struct timeval tv) { return (uint64_t)tv.tv_sec * 1000000u
 
 // main() is about to run: the first interval begins here (two syscalls, no file). The main
 // thread's CPU so far (the loader, constructors, earlier images) is not the first interval's.
-void wj_vitals_main_entered(void) {
+static void vitals_main_entered(void) {
     if (wj_proc.config.sample_ms <= 0) return;
     struct rusage ru = self_usage();
     struct timespec tcpu = {0, 0};
@@ -272,7 +269,7 @@ void wj_vitals_main_entered(void) {
 // In a forked child: its counters start at zero at the fork; it is not a new image, so it
 // writes no startup record. What was read about the parent (and a lock a parent thread held
 // at the fork) is dropped.
-void wj_vitals_forked_child(void) {
+static void vitals_forked_child(void) {
     pthread_mutex_init(&sample_lock, 0);
     atomic_store(&agent_cpu_ns, 0);
     proc_prev = (proc_mark){1, wj_proc.init_mono_ns, 0, 0};
@@ -361,7 +358,7 @@ static int read_rapl(uint64_t *uj) {
     return 1;
 }
 
-// Names under /sys/class/power_supply (the listing holds the fd lock: only copy them).
+// Names under /sys/class/power_supply.
 static char supply_names[16][64];
 static int n_supplies;
 
@@ -452,7 +449,7 @@ static const thread_cpu *find_prev(int tid) {
 
 // The system-wide counters need an earlier reading: the agent thread takes one on its first
 // round, so a process that lives past it gets system CPU and power for its first sample.
-void wj_vitals_baseline(void) {
+static void vitals_baseline(void) {
     if (wj_proc.config.sample_ms <= 0) return;
     pthread_mutex_lock(&sample_lock);
     if (!sys_prev.valid) read_sys_cpu(&sys_prev);
@@ -472,7 +469,8 @@ void wj_vitals_baseline(void) {
 // energy: about 30 us of sysfs and /proc reads in a new process) come from processes that live.
 static const char brief_reason[] = "not read at the exit of a process that ended before its first periodic sample";
 
-size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
+static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r) {
+    int agent_tid = r->agent_tid, agent_threads = r->agent_threads, app_table_fds = r->app_table_fds;
     pthread_mutex_lock(&sample_lock);
     WJ_BIG static char status[4096];
     WJ_BIG static char meminfo[4096];
@@ -520,7 +518,7 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
     char fast_name[17] = "";
     int self = wj_gettid();
     n_task_tids = 0;
-    if (at_exit && self != agent_tid && threads_total && threads_total - (uint64_t)wj_agent_threads_alive() == 1) {
+    if (at_exit && self != agent_tid && threads_total && threads_total - (uint64_t)agent_threads == 1) {
         if (self_cpu_ok && prctl(PR_GET_NAME, fast_name, 0, 0, 0) == 0) {
             threads_cur[0] = (thread_cpu){self, (uint64_t)self_cpu.tv_sec * 1000000000u + (uint64_t)self_cpu.tv_nsec};
             n = 1;
@@ -647,25 +645,20 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
         json_unavailable(&j, "system_memory", brief ? brief_reason : "cannot read /proc/meminfo");
     }
 
-    // Open fds, the app's: wedjat's log fd is not counted. Linux >= 6.2 gives the count as
-    // the size of /proc/self/fd; older kernels get a listing (whose own fd is not counted).
+    // Open fds, the app's. /proc/self/fd is the app's table (wedjat's thread has a table of
+    // its own); in the final flush of a process without that thread, wedjat's fds open in the
+    // app's table for that moment are not counted. Linux >= 6.2 gives the count as the size of
+    // /proc/self/fd; older kernels get a listing (whose own fd is not counted).
     {
         struct stat st;
-        wj_logfile_lock_fds(&wj_proc.log);
-        int log_open = atomic_load(&wj_proc.log.fd) >= 0 && !wj_proc.log.lost;
         int err = sys_stat("/proc/self/fd", &st);
-        wj_logfile_unlock_fds(&wj_proc.log);
         long fds = -1;
         if (!err && st.st_size > 0) {
-            fds = (long)st.st_size - log_open;
+            fds = (long)st.st_size - app_table_fds;
         } else {
-            // The listing takes the fd lock itself; the log fd cannot change meanwhile only
-            // under it, so count it again afterwards.
             int listed = list_dir("/proc/self/fd", 1 << 30, 0, 0);
-            wj_logfile_lock_fds(&wj_proc.log);
-            log_open = atomic_load(&wj_proc.log.fd) >= 0 && !wj_proc.log.lost;
-            wj_logfile_unlock_fds(&wj_proc.log);
-            if (listed > 0) fds = listed - 1 - log_open;
+            // The listing's own fd is in the app's table unless this is wedjat's thread.
+            if (listed > 0) fds = listed - (agent_tid == wj_gettid() ? 0 : 1) - app_table_fds;
         }
         if (fds >= 0) wj_json_int(&j, "fds", fds); else wj_json_null(&j, "fds");
     }
@@ -757,12 +750,12 @@ size_t wj_vitals_sample(char *buf, size_t cap, int at_exit, int agent_tid) {
 // ---------------------------------------------------------------- startup
 
 // Written once per image: when the program is ready, or at its end.
-int wj_vitals_startup_due(int final) {
+static int startup_due(int final) {
     if (startup_written) return 0;
     return final || atomic_load_explicit(&wj_ready_word, memory_order_relaxed) != 0;
 }
 
-size_t wj_vitals_format_startup(char *buf, size_t cap) {
+static size_t format_startup(char *buf, size_t cap) {
     startup_written = 1;
     uint64_t ready = atomic_load(&wj_ready_word);
     uint64_t ready_ns = ready >> 4;
@@ -801,3 +794,51 @@ size_t wj_vitals_format_startup(char *buf, size_t cap) {
     wj_json_newline(&j);
     return j.overflow ? 0 : j.len;
 }
+
+// ---------------------------------------------------------------- the component
+
+WJ_BIG static char line[64 * 1024];
+WJ_BIG static char periodic_line[64 * 1024];   // taken in a round, written at the next collect
+static size_t periodic_len;
+static int periodic_ready, baseline_taken;
+
+static void vitals_round(const wj_round *r) {
+    publish_agent_cpu();
+    uint64_t due = vitals_next_due();
+    if (!due) return;
+    // The system-wide counters get their first reading on the first round, so the first
+    // sample has an interval for them too.
+    if (!baseline_taken) {
+        vitals_baseline();
+        baseline_taken = 1;
+    }
+    if (r->now < due || periodic_ready) return;
+    periodic_len = take_sample(periodic_line, sizeof periodic_line, 0, r);
+    periodic_ready = 1;
+}
+
+static void vitals_collect(const wj_round *r, const wj_out *out) {
+    if (startup_due(r->final)) out->line(out->ctx, WJ_REC_STARTUP, line, format_startup(line, sizeof line));
+    if (periodic_ready) {
+        out->line(out->ctx, WJ_REC_SAMPLE, periodic_line, periodic_len);
+        periodic_ready = 0;
+    }
+    // The last sample of the image: what it used since the previous one.
+    if (r->final && wj_proc.config.sample_ms > 0)
+        out->line(out->ctx, WJ_REC_SAMPLE, line, take_sample(line, sizeof line, 1, r));
+}
+
+static void vitals_forked(void) {
+    vitals_forked_child();
+    periodic_ready = 0;
+    baseline_taken = 0;
+}
+
+const wj_component wj_vitals_component = {
+    .name = "vitals",
+    .main_entered = vitals_main_entered,
+    .forked_child = vitals_forked,
+    .next_due = vitals_next_due,
+    .round = vitals_round,
+    .collect = vitals_collect,
+};

@@ -2,10 +2,16 @@
 // socket turned writable and has a peer; when no connect is pending that costs one relaxed
 // load), and they are a loop thread's iterations: busy from a wait's return to the next wait
 // (stalls.c).
-#include "internal.h"
+#include "conns.h"
+#include "context.h"
+#include "hooks.h"
+#include "lifecycle.h"
+#include "stalls.h"
+#include "vitals.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include "sys_raw.h"
 
 // A connect completed if the socket has a peer now. getpeername, not SO_ERROR: reading
 // SO_ERROR would clear the error the app is about to read.
@@ -19,8 +25,12 @@ static void check_connecting(int fd, uint64_t now) {
 
 // A wait call: the program is ready from its first one on, and a loop thread's busy time ends
 // at the call and starts again at its return (stalls.c).
+static inline int wait_end_passing(int ready_call, int result) {
+    wj_wait_end(ready_call);
+    return result;
+}
 #define WJ_WAIT_CALL(ready, real_call) \
-    (wj_note_ready(ready), wj_sampler_poke(0), wj_wait_begin(), wj_wait_end_passing(ready, (real_call)))
+    (wj_note_ready(ready), wj_lc_poke(0), wj_wait_begin(), wait_end_passing(ready, (real_call)))
 
 static int pending_connects(void) {
     return atomic_load_explicit(&wj_connecting_count, memory_order_relaxed) > 0;
@@ -35,25 +45,25 @@ static void after_poll(struct pollfd *fds, nfds_t n, int r) {
     errno = err;
 }
 
-WJ_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
+int wj_hook_poll(struct pollfd *fds, nfds_t n, int timeout) {
     int r = WJ_WAIT_CALL(WJ_READY_POLL, WJ_REAL(poll)(fds, n, timeout));
     after_poll(fds, n, r);
     return r;
 }
 
-WJ_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+int wj_hook___poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
     int r = WJ_WAIT_CALL(WJ_READY_POLL, WJ_REAL(__poll_chk)(fds, n, timeout, fdslen));
     after_poll(fds, n, r);
     return r;
 }
 
-WJ_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
+int wj_hook_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) {
     int r = WJ_WAIT_CALL(WJ_READY_PPOLL, WJ_REAL(ppoll)(fds, n, ts, mask));
     after_poll(fds, n, r);
     return r;
 }
 
-WJ_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
+int wj_hook___ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, size_t fdslen) {
     int r = WJ_WAIT_CALL(WJ_READY_PPOLL, WJ_REAL(__ppoll_chk)(fds, n, ts, mask, fdslen));
     after_poll(fds, n, r);
     return r;
@@ -68,13 +78,13 @@ static void after_select(int n, fd_set *wr, int r) {
     errno = err;
 }
 
-WJ_EXPORT int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) {
+int wj_hook_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) {
     int r = WJ_WAIT_CALL(WJ_READY_SELECT, WJ_REAL(select)(n, rd, wr, ex, tv));
     after_select(n, wr, r);
     return r;
 }
 
-WJ_EXPORT int pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask) {
+int wj_hook_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask) {
     int r = WJ_WAIT_CALL(WJ_READY_PSELECT, WJ_REAL(pselect)(n, rd, wr, ex, ts, mask));
     after_select(n, wr, r);
     return r;
@@ -106,7 +116,7 @@ static void watch(int fd, uint64_t ref) {
     // Full: this connect's end is then seen at its first I/O or SO_ERROR read.
 }
 
-WJ_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
+int wj_hook_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
     int r = WJ_REAL(epoll_ctl)(epfd, op, fd, ev);
     if (WJ_LIKELY(r != 0 || !pending_connects()) || (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD) || !ev) return r;
     uint64_t ref = wj_fd_ref(fd);
@@ -136,20 +146,55 @@ static void after_epoll(int epfd, struct epoll_event *evs, int r) {
     errno = err;
 }
 
-WJ_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
+int wj_hook_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
     int r = WJ_WAIT_CALL(WJ_READY_EPOLL_WAIT, WJ_REAL(epoll_wait)(epfd, evs, max, timeout));
     after_epoll(epfd, evs, r);
     return r;
 }
 
-WJ_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
+int wj_hook_epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask) {
     int r = WJ_WAIT_CALL(WJ_READY_EPOLL_PWAIT, WJ_REAL(epoll_pwait)(epfd, evs, max, timeout, mask));
     after_epoll(epfd, evs, r);
     return r;
 }
 
-WJ_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask) {
+int wj_hook_epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask) {
     int r = WJ_WAIT_CALL(WJ_READY_EPOLL_PWAIT2, WJ_REAL(epoll_pwait2)(epfd, evs, max, ts, mask));
     after_epoll(epfd, evs, r);
+    return r;
+}
+
+// ---------------------------------------------------------------- sleeps
+
+// A loop thread in a sleep is never signalled for a stall sample (stalls.c).
+int wj_hook_nanosleep(const struct timespec *req, struct timespec *rem) {
+    wj_lc_poke(0);
+    void *l = wj_sleep_begin();
+    int r = WJ_REAL(nanosleep)(req, rem);
+    wj_sleep_end(l);
+    return r;
+}
+
+int wj_hook_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem) {
+    wj_lc_poke(0);
+    void *l = wj_sleep_begin();
+    int r = WJ_REAL(clock_nanosleep)(clock, flags, req, rem);
+    wj_sleep_end(l);
+    return r;
+}
+
+int wj_hook_usleep(useconds_t usec) {
+    wj_lc_poke(0);
+    void *l = wj_sleep_begin();
+    int r = WJ_REAL(usleep)(usec);
+    wj_sleep_end(l);
+    return r;
+}
+
+unsigned int wj_hook_sleep(unsigned int seconds) {
+    wj_lc_poke(0);
+    void *l = wj_sleep_begin();
+    unsigned int r = WJ_REAL(sleep)(seconds);
+    wj_sleep_end(l);
     return r;
 }

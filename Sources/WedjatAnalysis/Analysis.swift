@@ -29,6 +29,8 @@ public struct ProcessLog: Sendable {
     public var startup: StartupRecord?
     /// `modules` records by `gen`: the address maps of this file's stalls (Stalls.swift).
     public var modules: [Int: ModulesRecord] = [:]
+    /// The segments of a rotated log: how many, and what retention removed (LogSegments.swift).
+    public var segments = SegmentCoverage()
     public var firstTs: Int64 = .max
     public var lastTs: Int64 = .min
     /// pid seen in records, for files whose process_start is missing.
@@ -76,6 +78,9 @@ public struct ProcessLog: Sendable {
         switch record {
         case .processStart(let s):
             start = s
+            segments.add(record)
+        case .segmentEnd, .segmentsRemoved:
+            segments.add(record)
         case .connection(let c):
             recordPid = recordPid ?? c.pid
             connections += 1
@@ -169,7 +174,9 @@ public struct RunAnalysis: Sendable {
         var analysis = RunAnalysis(slowest: slowest, collectRequests: collectRequests)
         var reader = reader
         do {
-            try reader.read(paths: paths) { file, line, record in analysis.add(record, file: file, line: line) }
+            try reader.read(paths: paths) { (origin: LogReader.RecordOrigin, record) in
+                analysis.add(record, file: origin.log, line: origin.line, segmentFile: origin.file)
+            }
         } catch {
             throw LoadFailure(error: error, warnings: reader.warnings)
         }
@@ -178,8 +185,9 @@ public struct RunAnalysis: Sendable {
         return analysis
     }
 
-    /// `line`: where the record is in `file` (1-based), for the slowest exchanges.
-    public mutating func add(_ record: Record, file: String, line: Int = 0) {
+    /// `file`: the log (its first segment's path); `line`: where the record is in
+    /// `segmentFile` (1-based; `file` itself when nil), for the slowest exchanges.
+    public mutating func add(_ record: Record, file: String, line: Int = 0, segmentFile: String? = nil) {
         let i: Int
         if file == lastFile {
             i = lastIndex
@@ -210,7 +218,7 @@ public struct RunAnalysis: Sendable {
             }
             if let t = h.ttfbUs { ttfb.record(t) }
             if let d = h.durationUs { durations.record(d) }
-            slowest.add(h, log: i, line: line)
+            slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
             endpoints.add(h)
         case .httpSummary(let s):
             let key = HTTPKey(s)

@@ -119,17 +119,48 @@ public struct LogReader {
         }
     }
 
-    /// Reads every log under `paths`, calling `onRecord(file, line, record)` for each good record
-    /// in file order. Throws only when there is nothing to report on.
+    /// Where a record was read: the log it belongs to (the path of its first segment, which
+    /// names the process image), and the file and line it is on (a later segment's, for a
+    /// rotated log).
+    public struct RecordOrigin: Sendable {
+        public var log: String
+        public var file: String
+        public var line: Int
+    }
+
+    /// Reads every log under `paths`, calling `onRecord(log, line, record)` for each good record
+    /// in file order (the segments of a rotated log as one log: LogSegments.swift). Throws only
+    /// when there is nothing to report on.
     public mutating func read(paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
+        try read(paths: paths) { (origin: RecordOrigin, record) in onRecord(origin.log, origin.line, record) }
+    }
+
+    /// `read(paths:)` with each record's exact origin.
+    public mutating func read(paths: [String], onRecord: (RecordOrigin, Record) -> Void) throws(LogReaderError) {
         let files = LogReader.logFiles(in: paths, warnings: &warnings)
         try read(files: files, paths: paths, onRecord: onRecord)
     }
 
     /// `read(paths:)` on files already listed by `logFiles` (`paths` only names them in an error).
     public mutating func read(files: [String], paths: [String], onRecord: (String, Int, Record) -> Void) throws(LogReaderError) {
+        try read(files: files, paths: paths) { (origin: RecordOrigin, record) in onRecord(origin.log, origin.line, record) }
+    }
+
+    public mutating func read(files: [String], paths: [String], onRecord: (RecordOrigin, Record) -> Void) throws(LogReaderError) {
         guard !files.isEmpty else { throw .noLogFiles(paths: paths) }
-        for file in files { readFile(file, onRecord: onRecord) }
+        for log in LogSegments.group(files, warnings: &warnings) {
+            for (i, segment) in log.files.enumerated() {
+                // A later segment begins with a copy of the log's process_start: left out.
+                var copySkipped = i == 0
+                readFile(segment.path) { file, line, record in
+                    if !copySkipped, case .processStart = record {
+                        copySkipped = true
+                        return
+                    }
+                    onRecord(RecordOrigin(log: log.path, file: file, line: line), record)
+                }
+            }
+        }
         guard recordsRead > 0 else { throw .noRecords(files: files.count) }
     }
 
@@ -357,5 +388,7 @@ func recordTypeName(_ r: Record) -> String {
     case .startup: "startup"
     case .stall: "stall"
     case .modules: "modules"
+    case .segmentEnd: "segment_end"
+    case .segmentsRemoved: "segments_removed"
     }
 }

@@ -26,16 +26,23 @@ public struct ProcessStart: Sendable, Equatable {
     public var configWarnings: [String]
     /// `config.stall_ms`: the stall threshold (0: detection off); nil for logs older than it.
     public var stallMs: Int?
+    /// Rotated logs (LogSegments.swift): which segment this copy of the line begins, and when
+    /// that segment began; nil in a log that never rotated.
+    public var segment: Int?
+    public var segmentStartTs: Int64?
+    /// Logical CPUs the process may run on.
+    public var cpus: Int?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, schema: Int = supportedSchema, wedjatVersion: String? = nil,
                 exe: String? = nil, argv: [String] = [], argvMode: String? = nil, ppid: Int? = nil,
                 parentLog: String? = nil, execFrom: String? = nil, log: String? = nil, hostname: String? = nil,
                 processStartTs: Int64? = nil, procStartTicks: Int64? = nil, configWarnings: [String] = [],
-                stallMs: Int? = nil) {
+                stallMs: Int? = nil, segment: Int? = nil, segmentStartTs: Int64? = nil, cpus: Int? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.schema = schema; self.wedjatVersion = wedjatVersion
         self.exe = exe; self.argv = argv; self.argvMode = argvMode; self.ppid = ppid; self.parentLog = parentLog
         self.execFrom = execFrom; self.log = log; self.hostname = hostname; self.processStartTs = processStartTs
         self.procStartTicks = procStartTicks; self.configWarnings = configWarnings; self.stallMs = stallMs
+        self.segment = segment; self.segmentStartTs = segmentStartTs; self.cpus = cpus
     }
 }
 
@@ -310,6 +317,8 @@ public struct SampleRecord: Sendable, Equatable {
     public var virtualBytes: Int64?
     public var threads: Int?
     public var fds: Int?
+    /// Connections the aggregator tracks as open at the sample (newer writers only).
+    public var openConnections: Int?
     public var voluntaryCtxSwitches: Int64?
     public var involuntaryCtxSwitches: Int64?
     public var minorFaults: Int64?
@@ -431,10 +440,14 @@ public enum Record: Sendable, Equatable {
     case startup(StartupRecord)
     case stall(StallRecord)
     case modules(ModulesRecord)
+    /// A rotated log's bookkeeping (LogSegments.swift).
+    case segmentEnd(SegmentEndRecord)
+    case segmentsRemoved(SegmentsRemovedRecord)
 
     public static let knownTypes: Set<String> = ["process_start", "connection", "fork", "drops", "process_end",
                                                  "dns", "warning", "exec_failed", "http", "http_summary",
-                                                 "sample", "startup", "stall", "modules"]
+                                                 "sample", "startup", "stall", "modules",
+                                                 "segment_end", "segments_removed"]
 
     public var ts: Int64 {
         switch self {
@@ -451,6 +464,8 @@ public enum Record: Sendable, Equatable {
         case .startup(let r): r.ts
         case .stall(let r): r.ts
         case .modules(let r): r.ts
+        case .segmentEnd(let r): r.ts
+        case .segmentsRemoved(let r): r.ts
         }
     }
 }
@@ -485,7 +500,8 @@ extension Record {
                 log: try f.string("log"), hostname: try f.string("hostname"),
                 processStartTs: try f.int64("process_start_ts"), procStartTicks: try f.int64("proc_start_ticks"),
                 configWarnings: try f.strings("config_warnings") ?? [],
-                stallMs: try f.object("config")?.int("stall_ms")))
+                stallMs: try f.object("config")?.int("stall_ms"),
+                segment: try f.int("segment"), segmentStartTs: try f.int64("segment_start_ts"), cpus: try f.int("cpus")))
         case "connection":
             return .connection(ConnectionRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"), fd: try f.int("fd"),
@@ -551,6 +567,8 @@ extension Record {
             return .stall(try decodeStall(f, ts: ts, pid: pid))
         case "modules":
             return .modules(try decodeModules(f, ts: ts, pid: pid))
+        case "segment_end", "segments_removed":
+            return try decodeSegmentRecord(f, ts: ts, pid: pid)
         case "startup":
             return .startup(StartupRecord(
                 ts: ts, pid: pid, execTs: try f.int64("exec_ts"), execSource: try f.string("exec_source"),
@@ -608,6 +626,7 @@ extension Record {
         _ = try group(f.object("system_memory"), "system_memory")
         s.threads = try f.int("threads")
         s.fds = try f.int("fds")
+        s.openConnections = try f.int("open_connections")
         if let c = try group(f.object("ctx_switches"), "ctx_switches") {
             s.voluntaryCtxSwitches = try c.int64("voluntary"); s.involuntaryCtxSwitches = try c.int64("involuntary")
         }

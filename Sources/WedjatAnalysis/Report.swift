@@ -102,6 +102,8 @@ public struct Report: Codable, Sendable {
         public var untrackedConnections: Int64
         public var parentLog: String?
         public var execFrom: String?
+        /// Only for a rotated log (ReportSegments.swift).
+        public var segments: SegmentsRow?
     }
 
     public struct Percentiles: Codable, Sendable {
@@ -290,7 +292,7 @@ extension Report {
                 droppedEvents: l.droppedEvents, droppedRecords: l.droppedRecords,
                 captureDropped: l.captureDropped, untrackedConnections: l.untrackedConnections,
                 parentLog: tree.parentImage[i].map { logs[$0].path },
-                execFrom: tree.execPredecessor[i].map { logs[$0].path }))
+                execFrom: tree.execPredecessor[i].map { logs[$0].path }, segments: Report.segmentsRow(l)))
         }
 
         let peerRows = analysis.peers.values
@@ -328,6 +330,7 @@ extension Report {
             warnings.append(WarningItem(kind: "no_end", file: l.path, line: nil, pid: l.pid, message: msg,
                                         text: "pid \(l.pid) \(l.program): \(msg) (\(l.fileName))"))
         }
+        warnings += Report.segmentWarnings(logs)
         for l in logs {
             for w in l.start?.configWarnings ?? [] {
                 warnings.append(WarningItem(kind: "config", file: l.path, line: 1, pid: l.pid, message: w,

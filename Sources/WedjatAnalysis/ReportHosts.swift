@@ -153,7 +153,7 @@ extension Report {
             let h = e.http, l = analysis.logs[e.log]
             let t = e.timings
             return SlowRow(
-                log: l.path, line: e.line, pid: h.pid, program: l.program, ts: h.ts, role: h.role, scheme: h.scheme,
+                log: e.file ?? l.path, line: e.line, pid: h.pid, program: l.program, ts: h.ts, role: h.role, scheme: h.scheme,
                 method: h.method, host: HTTPKey(h).host, path: h.path, status: h.status, error: h.error, reused: h.reused,
                 requestStartTs: h.requestStartTs, dnsUs: e.dnsUs, connectUs: e.connectUs, tlsUs: e.tlsUs,
                 blockedUs: t?.blocked, sendUs: t?.send, waitUs: t?.wait, ttfbUs: h.ttfbUs,

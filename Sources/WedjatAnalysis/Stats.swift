@@ -459,9 +459,11 @@ extension HTTPKey {
 public struct SlowestRequests: Sendable {
     public struct Entry: Sendable {
         public var http: HTTPRecord
-        /// Index of its log in `RunAnalysis.logs`, and its line there.
+        /// Index of its log in `RunAnalysis.logs`, and its line there (in `file`, a later
+        /// segment of that log, when set).
         public var log: Int
         public var line: Int
+        public var file: String?
         /// The phases (ExchangeTimings.swift); the set-up ones are filled in when the
         /// connection's record arrives, for the exchange that opened it.
         public var timings: ExchangeTimings?
@@ -477,11 +479,11 @@ public struct SlowestRequests: Sendable {
 
     public init(limit: Int = 10) { self.limit = Swift.max(0, limit) }
 
-    mutating func add(_ h: HTTPRecord, log: Int, line: Int) {
+    mutating func add(_ h: HTTPRecord, log: Int, line: Int, file: String? = nil) {
         guard limit > 0, let d = h.durationUs else { return }
         if entries.count == limit, let last = entries.last, !Self.slower(d, h.ts, than: last.http) { return }
         let i = entries.firstIndex { Self.slower(d, h.ts, than: $0.http) } ?? entries.count
-        entries.insert(Entry(http: h, log: log, line: line, timings: ExchangeTimings(h, connection: nil, lookup: nil)), at: i)
+        entries.insert(Entry(http: h, log: log, line: line, file: file, timings: ExchangeTimings(h, connection: nil, lookup: nil)), at: i)
         if entries.count > limit { entries.removeLast() }
     }
 

@@ -8,5 +8,5 @@ struct Wedjat: ParsableCommand {
         commandName: "wedjat",
         abstract: "Watch a program's network connections with LD_PRELOAD, and report on them.",
         version: "wedjat " + WedjatVersion.current,
-        subcommands: [RunCommand.self, ReportCommand.self, ExportCommand.self, DiffCommand.self])
+        subcommands: [RunCommand.self, ReportCommand.self, ExportCommand.self, DiffCommand.self, TopCommand.self, ShipCommand.self])
 }

@@ -91,8 +91,13 @@ final class GoldenReportTests: XCTestCase {
 /// `wedjat --version` and `run`'s choice of logs.
 final class RunCLITests: XCTestCase {
     func testVersionIsTheLibrarys() throws {
-        let header = try String(contentsOfFile: testsDir + "/../../CShims/interposer/internal.h", encoding: .utf8)
-        XCTAssertTrue(header.contains("#define WEDJAT_VERSION \"\(WedjatVersion.current)\""), "internal.h and Version.swift differ")
+        let dir = testsDir + "/../../CShims/interposer"
+        let headers = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".h") }
+        let defines = try headers.map { try String(contentsOfFile: dir + "/" + $0, encoding: .utf8) }
+            .filter { $0.contains("#define WEDJAT_VERSION ") }
+        XCTAssertEqual(defines.count, 1, "one header defines WEDJAT_VERSION")
+        XCTAssertTrue(defines.first?.contains("#define WEDJAT_VERSION \"\(WedjatVersion.current)\"") == true,
+                      "the library's WEDJAT_VERSION and Version.swift differ")
     }
 
     /// The run's logs: the started process (pid 100, through two execs), its child (ppid 100)

@@ -39,9 +39,10 @@ final class LogFileTests: XCTestCase {
         let dirAttrs = try FileManager.default.attributesOfItem(atPath: dir + "/sub")
         XCTAssertEqual((dirAttrs[.posixPermissions] as? NSNumber)?.intValue, 0o700)
         XCTAssertEqual(try String(contentsOfFile: path(lf), encoding: .utf8), "{\"a\":1}\n")
-        // The fd sits high, out of the app's way, and is close-on-exec.
+        // Close-on-exec. (It is not moved to a high number: in a watched process the log fd lives
+        // in wedjat's own thread's fd table, never in the app's.)
         let fd = wj_logfile_fd(lf)
-        XCTAssertGreaterThan(fd, 100)
+        XCTAssertGreaterThanOrEqual(fd, 0)
         XCTAssertEqual(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC)
     }
 
@@ -57,6 +58,8 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(lf.pointee.dropped_writes, 1)
     }
 
+    // In a watched process the log fd lives in wedjat's own fd table, out of the app's reach;
+    // the identity check before each write is the backstop should anything replace it.
     func testAppClosingOrReplacingTheFdNeverReceivesLogBytes() throws {
         let lf = makeLog()
         defer { wj_logfile_close(lf); lf.deallocate() }
@@ -74,10 +77,6 @@ final class LogFileTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: path(lf), encoding: .utf8), "one\ntwo\n")
         XCTAssertEqual(lf.pointee.reopen_count, 1)
         close(fd)  // the app's copy
-        // Released by a hook (close/close_range path): the writer reopens.
-        XCTAssertEqual(wj_logfile_release_if(lf, wj_logfile_fd(lf)), 1)
-        XCTAssertTrue(write(lf, "three\n"))
-        XCTAssertEqual(try String(contentsOfFile: path(lf), encoding: .utf8), "one\ntwo\nthree\n")
     }
 
     func testMovedFileIsRecreated() throws {

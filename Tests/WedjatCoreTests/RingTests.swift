@@ -60,6 +60,18 @@ final class RingTests: XCTestCase {
         XCTAssertEqual(wj_ring_push(ring, &ev), 1)
         XCTAssertEqual(wj_ring_pop(ring, &out), 1)
         XCTAssertEqual(out.conn_id, 42)
+        // The skipped slots kept their old laps: over the next laps, in bursts that fill the
+        // ring, every event still comes out once and in order, and none is taken early.
+        var next: UInt64 = 100
+        for _ in 0..<5 {
+            for _ in 0..<8 { ev.conn_id = next; next += 1; XCTAssertEqual(wj_ring_push(ring, &ev), 1) }
+            XCTAssertEqual(wj_ring_push(ring, &ev), 0, "full")
+            for k in 0..<8 {
+                XCTAssertEqual(wj_ring_pop(ring, &out), 1)
+                XCTAssertEqual(out.conn_id, next - 8 + UInt64(k))
+            }
+            XCTAssertEqual(wj_ring_pop(ring, &out), 0)
+        }
     }
 
     func testConcurrentProducersLoseNothingBelowCapacity() {

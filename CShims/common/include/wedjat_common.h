@@ -170,6 +170,11 @@ int wj_ring_pop(wj_ring *r, void *out);         // single consumer; 1 got one, 0
 // request line dirties two or three cache lines of the ring instead of all of its slot.
 int wj_ring_push_n(wj_ring *r, const void *ev, size_t n);
 int wj_ring_pop_var(wj_ring *r, void *out, size_t head, size_t len_at);
+// A push in progress, for a caller that must be able to give its slot back (wj_ring_abandon):
+// `ring` is set (after `pos`) while the slot is claimed and not yet published.
+typedef struct wj_ring_mark { void *volatile ring; volatile uint64_t pos; } wj_ring_mark;
+int wj_ring_push_marked(wj_ring *r, const void *ev, size_t n, wj_ring_mark *mark);
+void wj_ring_abandon(wj_ring *r, uint64_t pos);
 uint64_t wj_ring_dropped(const wj_ring *r);
 // After fork, in the child: forget everything pending (including slots claimed by threads
 // that do not exist in the child) without touching the whole ring.
@@ -198,6 +203,7 @@ typedef struct wj_config {
     int redact;            // WJ_REDACT_* bits (WEDJAT_REDACT)
     int http_records;      // http records a second; the rest go into http_summary (WEDJAT_HTTP_RECORDS)
     char dir[WJ_PATH_MAX];
+    char dir_env[WJ_PATH_MAX];  // WEDJAT_DIR as given (a relative one is resolved into dir)
     int warning_count;
     char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
     int sample_ms;         // vitals sample interval, 0 = no sampling (WEDJAT_SAMPLE_MS)
@@ -212,20 +218,16 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
 void wj_config_warn_unknown(wj_config *cfg, char *const *envp);
 
 // ---------------------------------------------------------------- log file
-// One NDJSON file per process image. Opened lazily, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC,
-// 0600, and moved to a high fd number so the app's own fd numbering is unchanged. If the app
-// closes or dup2s over that number (hooks mark it lost; fstat catches raw syscalls), or the
-// file is moved away, the writer reopens instead of writing into someone else's fd.
+// One NDJSON file per process image. Opened lazily, O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600,
+// by wedjat's agent thread, whose fd table is its own (the app can neither see nor close the
+// fd), or by the final flush of a process without that thread (then closed again). A file
+// moved away or deleted is created again at its path.
 
 typedef struct wj_logfile {
-    pthread_mutex_t lock;      // held only around check+write, and by hooks touching fd
-    pthread_mutex_t fd_lock;   // held while wedjat has a transient fd (a /proc read, the log's
-                               // creation) and by the app's close_range/closefrom/dup2/dup3,
-                               // so those never hit a number wedjat holds for a moment
+    pthread_mutex_t lock;      // held around check+write
     _Atomic int fd;            // -1 when not open
-    int lost;                  // set by hooks when the app closed/dup2'd over fd
     int failed;                // creation failed for good (bad dir): stop trying
-    int pid;                   // owner pid (detects a forked child using a parent's fd)
+    int pid;                   // owner pid
     uint64_t dev, ino;         // identity of the open file
     uint64_t size;             // bytes written so far (for RLIMIT_FSIZE / max size checks)
     uint64_t max_bytes;
@@ -250,20 +252,9 @@ void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len);
 int wj_logfile_fd(wj_logfile *lf);
 // Writes whole lines; returns 1 if all landed, 0 if dropped (counted in the struct).
 int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len);
+// Creates (or reopens) the file now, without writing; 1 when it is open.
+int wj_logfile_open_now(wj_logfile *lf);
 void wj_logfile_close(wj_logfile *lf);
-// In a forked child: drop the parent's file without touching it, and take a new path.
-void wj_logfile_reset_for_child(wj_logfile *lf, const char *path);
-// Called by hooks before the app closes/replaces `fd`: if it is the log fd, give it up.
-// Returns 1 if it was the log fd.
-int wj_logfile_release_if(wj_logfile *lf, int fd);
-// Same for a range [lo, hi] (close_range/closefrom).
-int wj_logfile_release_range(wj_logfile *lf, unsigned lo, unsigned hi);
-// Held around any moment wedjat has an fd of its own open besides the log (reading /proc,
-// loading the agent), so that the app's close_range/closefrom/dup2/dup3 (which take it around
-// the real call) cannot close or replace it meanwhile. Never call wj_logfile_write while
-// holding it.
-void wj_logfile_lock_fds(wj_logfile *lf);
-void wj_logfile_unlock_fds(wj_logfile *lf);
 // Create dir (0700) if missing and check it is a directory we own and others cannot write.
 int wj_ensure_dir(const char *dir, char *why, size_t why_len);
 

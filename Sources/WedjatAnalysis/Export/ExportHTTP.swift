@@ -40,7 +40,7 @@ extension HTTPRecord {
 
     /// The end as known: the response's last byte, else the record's time (an exchange cut short
     /// is written when its connection ends).
-    var endTs: Int64 { responseEndTs ?? ts }
+    package var endTs: Int64 { responseEndTs ?? ts }
 }
 
 /// The rules `http` records and `http_summary` records share in exports.

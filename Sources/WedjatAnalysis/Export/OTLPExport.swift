@@ -9,21 +9,23 @@
 public enum OTLPExport {
     /// The semantic conventions' advisory bucket boundaries for all three durations, in seconds
     /// (here in microseconds, to bucket integer durations exactly).
-    static let boundariesUs: [Int64] = [5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 250_000, 500_000, 750_000,
+    package static let boundariesUs: [Int64] = [5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 250_000, 500_000, 750_000,
                                         1_000_000, 2_500_000, 5_000_000, 7_500_000, 10_000_000]
 
     /// OTLP enum values.
-    enum SpanKind: Int64 { case server = 2, client = 3 }
-    static let statusError: Int64 = 2
-    static let temporalityCumulative: Int64 = 2
+    package enum SpanKind: Int64 { case server = 2, client = 3 }
+    package static let statusError: Int64 = 2
+    package static let temporalityDelta: Int64 = 1
+    package static let temporalityCumulative: Int64 = 2
 
     // MARK: spans
 
-    static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"]
+    package static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"]
 
-    /// One span of an HTTP exchange, written into `w` (OTLPStream).
-    static func writeHTTPSpan(_ h: HTTPRecord, connection: ConnectionRecord?, image: ProcessLog, into w: inout JSONBytes) {
-        guard let start = h.requestStartTs else { return }
+    /// The span of an exchange (nil without a request start). `connection`: its connection's
+    /// record, only needed for logs whose `http` records have no `version`.
+    package static func httpSpan(_ h: HTTPRecord, connection: ConnectionRecord?, image: ProcessLog) -> Span? {
+        guard let start = h.requestStartTs else { return nil }
         let isServer = h.role == "server"
         let method = h.method ?? ""
         let known = knownMethods.contains(method)
@@ -56,19 +58,9 @@ public enum OTLPExport {
         attrs.add("error.type", errorType)
 
         let identity = "http/\(h.role)/\(h.connId.map(String.init) ?? "ts\(h.ts)")/\(h.requestIndex.map(String.init) ?? "-")"
-        let ids = SpanIDs(image: image, identity: identity)
-        w.openObject()
-        w.key("traceId"); w.string(ids.traceId)
-        w.key("spanId"); w.string(ids.spanId)
-        w.key("name"); w.string(known ? method : "HTTP")
-        w.key("kind"); w.int((isServer ? SpanKind.server : SpanKind.client).rawValue)
-        w.key("startTimeUnixNano"); w.intString(start * 1000)
-        w.key("endTimeUnixNano"); w.intString(max(start, h.endTs) * 1000)
-        w.key("attributes"); attrs.write(into: &w)
-        if let errorType {
-            w.key("status"); w.object { $0.key("message"); $0.string(errorType); $0.key("code"); $0.int(statusError) }
-        }
-        w.closeObject()
+        return Span(ids: SpanIDs(image: image, identity: identity), name: known ? method : "HTTP",
+                    kind: isServer ? .server : .client, startUs: start, endUs: max(start, h.endTs),
+                    attributes: attrs, error: errorType)
     }
 
     /// The semantic conventions' `error.type`: a client's 4xx and 5xx, a server's 5xx (as the
@@ -85,14 +77,14 @@ public enum OTLPExport {
         }
     }
 
-    static func httpMetricAttributes(_ h: HTTPRecord, connection: ConnectionRecord?) -> Attributes {
+    package static func httpMetricAttributes(_ h: HTTPRecord, connection: ConnectionRecord?) -> Attributes {
         metricAttributes(method: h.method, scheme: h.schemeOrHTTP, role: h.role, server: h.server,
                          version: h.protocolVersion(connection: connection), status: h.status, errorType: httpErrorType(h))
     }
 
     /// An `http_summary`'s: its key holds the same fields (no peer: a client summary without a
     /// host names no server address).
-    static func summaryMetricAttributes(_ s: HTTPSummaryRecord) -> Attributes {
+    package static func summaryMetricAttributes(_ s: HTTPSummaryRecord) -> Attributes {
         let scheme = s.scheme ?? "http"
         let version: String? = switch s.version { case "HTTP/1.0"?: "1.0"; case "HTTP/1.1"?: "1.1"; default: nil }
         return metricAttributes(method: s.method, scheme: scheme, role: s.role,
@@ -119,38 +111,81 @@ public enum OTLPExport {
 
     /// The part of a summary the histograms can take: its duration's exact counts, when they
     /// are on these histograms' bounds (nil for logs written before summaries had them).
-    static func foldable(_ s: HTTPSummaryRecord) -> (durations: SummaryDistribution, counts: BoundedCounts)? {
+    package static func foldable(_ s: HTTPSummaryRecord) -> (durations: SummaryDistribution, counts: BoundedCounts)? {
         guard let d = s.durationUs, let b = d.buckets, b.bounds == boundariesUs else { return nil }
         return (d, b)
     }
 
-    static func writeDNSSpan(_ d: DNSRecord, image: ProcessLog, into w: inout JSONBytes) {
-        guard let duration = d.durationUs else { return }
+    package static func dnsMetricAttributes(_ d: DNSRecord) -> Attributes {
+        var attrs = Attributes()
+        attrs.add("dns.question.name", d.name ?? "")
+        attrs.add("error.type", d.error)
+        return attrs
+    }
+
+    /// The span of a lookup (nil without a duration).
+    package static func dnsSpan(_ d: DNSRecord, image: ProcessLog) -> Span? {
+        guard let duration = d.durationUs else { return nil }
         let start = d.startTs ?? (d.ts - duration)
         var attrs = Attributes()
         attrs.add("dns.question.name", d.name ?? "")
         if !d.addresses.isEmpty { attrs.add("dns.answers", strings: d.addresses) }
         attrs.add("wedjat.dns.api", d.api)
         attrs.add("error.type", d.error)
-        let ids = SpanIDs(image: image, identity: "dns/\(d.tid.map(String.init) ?? "-")/\(start)/\(d.name ?? "")")
-        w.openObject()
-        w.key("traceId"); w.string(ids.traceId)
-        w.key("spanId"); w.string(ids.spanId)
-        w.key("name"); w.string(d.api ?? "dns lookup")
-        w.key("kind"); w.int(SpanKind.client.rawValue)
-        w.key("startTimeUnixNano"); w.intString(start * 1000)
-        w.key("endTimeUnixNano"); w.intString((start + max(0, duration)) * 1000)
-        w.key("attributes"); attrs.write(into: &w)
-        if let error = d.error {
-            w.key("status"); w.object { $0.key("message"); $0.string(error); $0.key("code"); $0.int(statusError) }
+        return Span(ids: SpanIDs(image: image, identity: "dns/\(d.tid.map(String.init) ?? "-")/\(start)/\(d.name ?? "")"),
+                    name: d.api ?? "dns lookup", kind: .client, startUs: start, endUs: start + max(0, duration),
+                    attributes: attrs, error: d.error)
+    }
+
+    /// A span as both encodings need it (`json`: OTLP/JSON; WedjatLive encodes protobuf).
+    package struct Span {
+        package var ids: SpanIDs
+        package var name: String
+        package var kind: SpanKind
+        package var startUs: Int64
+        package var endUs: Int64
+        package var attributes: Attributes
+        /// `error.type` when the span failed: status ERROR with it as the message.
+        package var error: String?
+
+        /// The same as `json`, written straight into bytes (the export's hot path).
+        func write(into w: inout JSONBytes) {
+            w.openObject()
+            w.key("traceId"); w.string(ids.traceId)
+            w.key("spanId"); w.string(ids.spanId)
+            w.key("name"); w.string(name)
+            w.key("kind"); w.int(kind.rawValue)
+            w.key("startTimeUnixNano"); w.intString(startUs * 1000)
+            w.key("endTimeUnixNano"); w.intString(endUs * 1000)
+            w.key("attributes"); attributes.write(into: &w)
+            if let error {
+                w.key("status"); w.object { $0.key("message"); $0.string(error); $0.key("code"); $0.int(statusError) }
+            }
+            w.closeObject()
         }
-        w.closeObject()
+
+        package var json: ExportJSON {
+            var span = JSONObject()
+            span.add("traceId", ids.traceId)
+            span.add("spanId", ids.spanId)
+            span.add("name", .string(name))
+            span.add("kind", .int(kind.rawValue))
+            span.add("startTimeUnixNano", .string(String(startUs * 1000)))
+            span.add("endTimeUnixNano", .string(String(endUs * 1000)))
+            span.add("attributes", attributes.json)
+            if let error { span.add("status", .object([("message", .string(error)), ("code", .int(statusError))])) }
+            return span.json
+        }
     }
 
     // MARK: resource, scope
 
     /// The process image as an OpenTelemetry resource (`service.name` is the program).
     static func resource(_ image: ProcessLog) -> ExportJSON {
+        .object([("attributes", resourceAttributes(image).json)])
+    }
+
+    package static func resourceAttributes(_ image: ProcessLog) -> Attributes {
         var attrs = Attributes()
         attrs.add("service.name", image.program)
         attrs.add("process.pid", Int64(image.pid))
@@ -164,76 +199,85 @@ public enum OTLPExport {
             attrs.add("wedjat.log.file", s.log)
         }
         attrs.add("os.type", "linux")
-        return .object([("attributes", attrs.json)])
+        return attrs
     }
 
     // MARK: building blocks
 
-    /// OTLP `KeyValue`s, in the order added; nil values are left out. Compared and hashed by
-    /// their keys and values (an attribute set is a histogram's data point key).
-    struct Attributes: Hashable {
-        enum Value: Hashable {
-            case string(String)
-            case int(Int64)
-            case strings([String])
-        }
-        private(set) var pairs: [(key: String, value: Value)] = []
-
-        mutating func add(_ key: String, _ value: String?) { if let value { pairs.append((key, .string(value))) } }
-        mutating func add(_ key: String, _ value: Int64?) { if let value { pairs.append((key, .int(value))) } }
-        mutating func add(_ key: String, strings: [String]) { pairs.append((key, .strings(strings))) }
+    /// An attribute's value (OTLP `AnyValue`, the kinds wedjat uses).
+    package enum AttributeValue: Hashable {
+        case string(String)
+        case int(Int64)
+        case double(Double)
+        case strings([String])
 
         var json: ExportJSON {
-            .array(pairs.map { p in
-                let v: ExportJSON
-                switch p.value {
-                case .string(let s): v = .object([("stringValue", .string(s))])
-                case .int(let n): v = .object([("intValue", .string(String(n)))])
-                case .strings(let l): v = .object([("arrayValue", .object([("values", .array(l.map { .object([("stringValue", .string($0))]) }))]))])
-                }
-                return .object([("key", .string(p.key)), ("value", v)])
-            })
-        }
-
-        func write(into w: inout JSONBytes) {
-            w.array { w in
-                for p in pairs {
-                    w.openObject()
-                    w.key("key"); w.string(p.key)
-                    w.key("value")
-                    switch p.value {
-                    case .string(let s): w.object { $0.key("stringValue"); $0.string(s) }
-                    case .int(let n): w.object { $0.key("intValue"); $0.intString(n) }
-                    case .strings(let l):
-                        w.object { o in
-                            o.key("arrayValue")
-                            o.object { a in a.key("values"); a.array { for x in l { $0.object { $0.key("stringValue"); $0.string(x) } } } }
-                        }
-                    }
-                    w.closeObject()
-                }
+            switch self {
+            case .string(let s): .object([("stringValue", .string(s))])
+            case .int(let n): .object([("intValue", .string(String(n)))])
+            // Attribute doubles are ratios and sizes, not exact decimals: the shortest form.
+            case .double(let d): .object([("doubleValue", .raw(d.isFinite ? "\(d)" : "0"))])
+            case .strings(let list): .object([("arrayValue", .object([("values", .array(list.map { .object([("stringValue", .string($0))]) }))]))])
             }
         }
+    }
 
-        static func == (a: Attributes, b: Attributes) -> Bool {
-            a.pairs.count == b.pairs.count && zip(a.pairs, b.pairs).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    /// OTLP `KeyValue`s, in the order added; nil values are left out.
+    package struct Attributes: Hashable {
+        package private(set) var pairs: [Pair] = []
+
+        package struct Pair: Hashable {
+            package var key: String
+            package var value: AttributeValue
         }
-        func hash(into hasher: inout Hasher) {
-            for p in pairs { hasher.combine(p.key); hasher.combine(p.value) }
+
+        package init() {}
+
+        package mutating func add(_ key: String, _ value: String?) { if let value { pairs.append(Pair(key: key, value: .string(value))) } }
+        package mutating func add(_ key: String, _ value: Int64?) { if let value { pairs.append(Pair(key: key, value: .int(value))) } }
+        package mutating func add(_ key: String, double value: Double?) { if let value { pairs.append(Pair(key: key, value: .double(value))) } }
+        package mutating func add(_ key: String, strings: [String]) { pairs.append(Pair(key: key, value: .strings(strings))) }
+
+        package var json: ExportJSON { .array(pairs.map { .object([("key", .string($0.key)), ("value", $0.value.json)]) }) }
+
+        /// The same as `json`, written straight into bytes.
+        func write(into w: inout JSONBytes) {
+            w.openArray()
+            for p in pairs {
+                w.openObject()
+                w.key("key"); w.string(p.key)
+                w.key("value")
+                switch p.value {
+                case .string(let s): w.object { $0.key("stringValue"); $0.string(s) }
+                case .int(let n): w.object { $0.key("intValue"); $0.intString(n) }
+                case .double: w.raw(p.value.json.renderedBytes())
+                case .strings(let l):
+                    w.object { o in
+                        o.key("arrayValue")
+                        o.object { a in a.key("values"); a.array { for x in l { $0.object { $0.key("stringValue"); $0.string(x) } } } }
+                    }
+                }
+                w.closeObject()
+            }
+            w.closeArray()
         }
     }
 
     /// Histograms of one metric, one data point per distinct attribute set (in first-seen order).
-    struct HistogramSet {
-        private(set) var points: [Point] = []
+    package struct HistogramSet {
+        package private(set) var points: [Point] = []
         private var index: [Attributes: Int] = [:]
 
-        mutating func record(_ us: Int64, attributes: Attributes) {
+        package init() {}
+
+        package var isEmpty: Bool { points.isEmpty }
+
+        package mutating func record(_ us: Int64, attributes: Attributes) {
             points[point(attributes)].record(us)
         }
 
         /// Counts aggregated elsewhere on the same bounds (an `http_summary`'s).
-        mutating func add(_ d: SummaryDistribution, _ b: BoundedCounts, attributes: Attributes) {
+        package mutating func add(_ d: SummaryDistribution, _ b: BoundedCounts, attributes: Attributes) {
             guard d.count > 0 else { return }
             points[point(attributes)].add(d, b)
         }
@@ -245,13 +289,13 @@ public enum OTLPExport {
             return points.count - 1
         }
 
-        struct Point {
-            var attributes: Attributes
-            var count: Int64 = 0
-            var sumUs: Int64 = 0
-            var minUs: Int64 = .max
-            var maxUs: Int64 = .min
-            var buckets = [Int64](repeating: 0, count: OTLPExport.boundariesUs.count + 1)
+        package struct Point {
+            package var attributes: Attributes
+            package var count: Int64 = 0
+            package var sumUs: Int64 = 0
+            package var minUs: Int64 = .max
+            package var maxUs: Int64 = .min
+            package var buckets = [Int64](repeating: 0, count: OTLPExport.boundariesUs.count + 1)
 
             init(attributes: Attributes) { self.attributes = attributes }
 
@@ -272,7 +316,7 @@ public enum OTLPExport {
                 for i in buckets.indices { buckets[i] += b.counts[i] }
             }
 
-            func json(start: Int64, end: Int64) -> ExportJSON {
+            package func json(start: Int64, end: Int64) -> ExportJSON {
                 .object([
                     ("attributes", attributes.json),
                     ("startTimeUnixNano", .string(String(start))),
@@ -291,20 +335,24 @@ public enum OTLPExport {
     /// Trace and span ids: hashes (FNV-1a, then MurmurHash3's finalizer to spread the bits) of
     /// the image (pid, start) and the item's identity. Stable across exports of the same logs;
     /// never all zero (an invalid id in OTLP).
-    struct SpanIDs {
-        var traceId: String
-        var spanId: String
+    package struct SpanIDs {
+        /// The trace id's two halves (big-endian: `traceHigh` is its first 8 bytes) and the span id.
+        package var traceHigh: UInt64
+        package var traceLow: UInt64
+        package var span: UInt64
 
-        init(image: ProcessLog, identity: String) {
+        package init(image: ProcessLog, identity: String) {
             let base = "\(image.pid)/\(image.startTs)/\(identity)"
-            traceId = SpanIDs.hex(SpanIDs.fnv1a(base, seed: 1)) + SpanIDs.hex(SpanIDs.fnv1a(base, seed: 2))
-            spanId = SpanIDs.hex(SpanIDs.fnv1a(base, seed: 3))
+            traceHigh = SpanIDs.fnv1a(base, seed: 1)
+            traceLow = SpanIDs.fnv1a(base, seed: 2)
+            span = SpanIDs.fnv1a(base, seed: 3)
         }
 
+        package var traceId: String { SpanIDs.hex(traceHigh) + SpanIDs.hex(traceLow) }
+        package var spanId: String { SpanIDs.hex(span) }
+
         static func fnv1a(_ s: String, seed: UInt8) -> UInt64 {
-            var h: UInt64 = 0xcbf2_9ce4_8422_2325
-            h ^= UInt64(seed)
-            h = h &* 0x0000_0100_0000_01b3
+            var h: UInt64 = (0xcbf2_9ce4_8422_2325 ^ UInt64(seed)) &* 0x0000_0100_0000_01b3
             for byte in s.utf8 {
                 h ^= UInt64(byte)
                 h = h &* 0x0000_0100_0000_01b3

@@ -16,6 +16,10 @@ public struct OTLPSender {
 
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
+        /// The collector's HTTP status, when it answered (outside 2xx); nil when it did not.
+        public var status: Int? = nil
+
+        public init(description: String, status: Int? = nil) { self.description = description; self.status = status }
     }
 
     /// What the collector said: its HTTP status, and a partial success if it reported one.
@@ -24,6 +28,12 @@ public struct OTLPSender {
         public var status: Int
         /// `partialSuccess.errorMessage` and the rejected count, when the collector refused part.
         public var partialSuccess: String?
+        /// The answer's body (an OTLP export response).
+        public var body: Data = Data()
+
+        public init(url: String, status: Int, partialSuccess: String? = nil, body: Data = Data()) {
+            self.url = url; self.status = status; self.partialSuccess = partialSuccess; self.body = body
+        }
     }
 
     /// `signal` is `traces` or `metrics`. Throws on a connection failure, a timeout or a status
@@ -34,6 +44,13 @@ public struct OTLPSender {
     }
 
     public func send(_ body: ExportText, signal: String) throws(Failure) -> Answer {
+        var payload = Data()
+        for chunk in body.chunks { payload.append(contentsOf: chunk) }
+        return try send(payload, signal: signal, contentType: "application/json")
+    }
+
+    /// POSTs `payload` as it is (`contentEncoding`: `gzip` when it is compressed).
+    public func send(_ payload: Data, signal: String, contentType: String, contentEncoding: String? = nil) throws(Failure) -> Answer {
         let target = url(for: signal)
         guard let url = URL(string: target), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               url.host != nil else {
@@ -41,9 +58,8 @@ public struct OTLPSender {
         }
         var request = URLRequest(url: url, timeoutInterval: timeoutSeconds)
         request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        var payload = Data()
-        for chunk in body.chunks { payload.append(contentsOf: chunk) }
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        if let contentEncoding { request.setValue(contentEncoding, forHTTPHeaderField: "Content-Encoding") }
         request.httpBody = payload
 
         let config = URLSessionConfiguration.ephemeral
@@ -72,9 +88,10 @@ public struct OTLPSender {
         }
         let text = data.map { String(decoding: $0.prefix(500), as: UTF8.self) } ?? ""
         guard (200 ..< 300).contains(http.statusCode) else {
-            throw Failure(description: "\(target): HTTP \(http.statusCode)" + (text.isEmpty ? "" : ": \(text)"))
+            throw Failure(description: "\(target): HTTP \(http.statusCode)" + (text.isEmpty ? "" : ": \(text)"),
+                          status: http.statusCode)
         }
-        return Answer(url: target, status: http.statusCode, partialSuccess: data.flatMap(Self.partialSuccess))
+        return Answer(url: target, status: http.statusCode, partialSuccess: data.flatMap(Self.partialSuccess), body: data ?? Data())
     }
 
     private static func reason(_ error: Error) -> String {

@@ -50,11 +50,8 @@ final class OTLPStream: ExportConsumer {
             else { histograms[image, default: Self.empty].client.add(d, b, attributes: attributes) }
         case .dns(let d):
             guard let duration = d.durationUs else { return }
-            var attrs = OTLPExport.Attributes()
-            attrs.add("dns.question.name", d.name ?? "")
-            attrs.add("error.type", d.error)
-            histograms[image, default: Self.empty].dns.record(duration, attributes: attrs)
-            span(image: image, context: context) { w in OTLPExport.writeDNSSpan(d, image: context.images[image], into: &w) }
+            histograms[image, default: Self.empty].dns.record(duration, attributes: OTLPExport.dnsMetricAttributes(d))
+            if let s = OTLPExport.dnsSpan(d, image: context.images[image]) { span(image: image, context: context) { s.write(into: &$0) } }
         default:
             break
         }
@@ -71,7 +68,9 @@ final class OTLPStream: ExportConsumer {
         let duration = max(0, h.endTs - start)
         if h.role == "server" { histograms[image, default: Self.empty].server.record(duration, attributes: attributes) }
         else { histograms[image, default: Self.empty].client.record(duration, attributes: attributes) }
-        span(image: image, context: context) { w in OTLPExport.writeHTTPSpan(h, connection: connection, image: context.images[image], into: &w) }
+        if let s = OTLPExport.httpSpan(h, connection: connection, image: context.images[image]) {
+            span(image: image, context: context) { s.write(into: &$0) }
+        }
     }
 
     func endImage(_ image: Int, context: ExportContext) {

@@ -50,7 +50,7 @@ if cli report --format json runlogs > report.json 2>/dev/null; then
 fi
 bg_stop "$srv"
 
-[ "$(cli --version)" = "wedjat $(sed -n 's/^#define WEDJAT_VERSION "\(.*\)"/\1/p' "$WJ_LIB/../../../CShims/interposer/internal.h")" ] \
+[ "$(cli --version)" = "wedjat $(cat "$WJ_LIB"/../../../CShims/interposer/*.h | sed -n 's/^#define WEDJAT_VERSION "\(.*\)"/\1/p')" ] \
     || fail "wedjat --version: $(cli --version)"
 
 # 5. The summary covers the run's own processes: another watched program writing into the same

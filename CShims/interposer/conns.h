@@ -1,0 +1,116 @@
+// Connections as the kernel sees them: the fd table and the pool of connection slots it
+// refers into, the close events, and the capture of bytes for the HTTP parser. Everything here
+// runs on the app's threads: no allocation (chunks are mmap'ed), no locks, relaxed atomics.
+#ifndef WEDJAT_CONNS_H
+#define WEDJAT_CONNS_H
+#include "base.h"
+#include "wedjat_common.h"
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+// A connection is a socket as the kernel sees it: it lives in a slot of a
+// pool, and every fd that refers to it (dup, dup2, fcntl F_DUPFD) holds a reference from the
+// fd table. It ends when its last fd is closed, as the socket does. Both tables are two-level
+// so that large numbers cost memory only when used: chunks mmap'ed on first use.
+#define WJ_FD_CHUNK_BITS 10
+#define WJ_FD_CHUNK (1u << WJ_FD_CHUNK_BITS)
+#define WJ_FD_CHUNKS 1024u
+#define WJ_FD_MAX (WJ_FD_CHUNK * WJ_FD_CHUNKS)
+#define WJ_CONN_CHUNK_BITS 10
+#define WJ_CONN_CHUNK (1u << WJ_CONN_CHUNK_BITS)
+#define WJ_CONN_CHUNKS 1024u
+#define WJ_CONN_MAX (WJ_CONN_CHUNK * WJ_CONN_CHUNKS)
+
+// Every field is atomic and accessed relaxed (plain moves on x86-64): a slot is reused when
+// the kernel reuses the socket's number, an order ThreadSanitizer cannot see.
+typedef struct wj_conn {
+    _Atomic uint64_t state;      // (generation << 2) | WJ_SLOT_*
+    _Atomic uint64_t conn_id;    // 0 while being set up or torn down
+    _Atomic uint32_t refs;       // fds referring to it
+    _Atomic uint32_t connecting; // non-blocking connect not yet known to have completed
+    _Atomic uint8_t role, transport, family, tls;  // tls: WJ_TLS_* once a TLS call named it
+    _Atomic uint8_t http;        // capture bytes for the HTTP parser
+    _Atomic uint8_t err_phase;
+    _Atomic uint16_t tls_version;
+    _Atomic int32_t err;         // first error: failed connect, I/O error, TLS failure
+    _Atomic int32_t epfd;        // epoll set it was registered in while connecting (-1 none)
+    _Atomic uint64_t epdata;     // and the data registered with it
+    _Atomic uint64_t bytes_in, bytes_out;
+    _Atomic uint64_t plain_in, plain_out;   // TLS plaintext stream offsets
+    _Atomic uint64_t want_in, want_out;     // the parser needs bytes from these offsets on
+    _Atomic uint64_t want_plain_in, want_plain_out;
+    _Atomic uint64_t want_tag;              // the conn_id the want_* values were set for
+    _Atomic uint64_t t_open, t_connected, t_first_out, t_first_in, t_last_io, t_shutdown;
+    _Atomic uint64_t t_tls_start, t_tls_end;
+    _Atomic uint64_t dns_query[2];  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
+    _Atomic uint8_t dns53;          // a UDP socket whose peer is port 53
+    _Atomic uint8_t nonblock;       // known O_NONBLOCK (connect, fcntl F_SETFL): reads cannot block
+    char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
+} wj_conn;
+
+enum { WJ_SLOT_FREE = 0, WJ_SLOT_LIVE = 1 };
+
+#define WJ_LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define WJ_STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+
+// An fd table entry: 0, or (generation << 32) | (slot + 1). The generation is bumped in a
+// forked child, which so forgets every connection it inherited.
+WJ_HIDDEN extern _Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
+WJ_HIDDEN extern _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
+WJ_HIDDEN extern uint64_t wj_fd_generation;
+WJ_HIDDEN extern _Atomic int wj_connecting_count;  // connections with a connect pending
+
+static inline wj_conn *wj_conn_at(uint32_t slot) {
+    wj_conn *chunk = atomic_load_explicit(&wj_conn_chunks[slot >> WJ_CONN_CHUNK_BITS], memory_order_acquire);
+    return chunk ? &chunk[slot & (WJ_CONN_CHUNK - 1)] : 0;
+}
+
+static inline uint64_t wj_fd_ref(int fd) {
+    if (WJ_UNLIKELY((unsigned)fd >= WJ_FD_MAX)) return 0;
+    _Atomic uint64_t *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
+    if (WJ_LIKELY(chunk == 0)) return 0;
+    uint64_t ref = atomic_load_explicit(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], memory_order_acquire);
+    if (WJ_LIKELY(ref == 0) || (ref >> 32) != (uint32_t)wj_fd_generation) return 0;
+    return ref;
+}
+
+// The connection fd refers to, 0 if none (the hot path's one check).
+static inline wj_conn *wj_fd_conn(int fd) {
+    uint64_t ref = wj_fd_ref(fd);
+    return ref ? wj_conn_at((uint32_t)ref - 1) : 0;
+}
+static inline uint32_t wj_conn_slot_of(const wj_conn *c, int fd) {
+    (void)c;
+    return (uint32_t)wj_fd_ref(fd) - 1;
+}
+
+// New connection for fd (which must not refer to one: callers release it first). Returns it
+// with one reference, conn_id set; 0 when the tables are exhausted (counted).
+WJ_HIDDEN wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_open, uint32_t *slot);
+// fd now refers to the connection `ref` (an fd-table value) as well: dup and friends.
+WJ_HIDDEN void wj_fd_add_ref(int fd, uint64_t ref);
+// fd no longer refers to its connection (close, dup2 over it). If that was the last fd, the
+// connection ends: the close event is returned in *ev (1) to push after the real close.
+WJ_HIDDEN int wj_fd_drop(int fd, uint64_t now, wj_event *ev);
+WJ_HIDDEN void wj_note_error(wj_conn *c, int err, int phase);
+WJ_HIDDEN void wj_conn_connected(wj_conn *c, uint64_t now);
+WJ_HIDDEN void wj_conn_connect_failed(wj_conn *c, int fd, int err);
+WJ_HIDDEN uint64_t wj_next_conn_id(void);
+WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
+                          uint64_t start, uint64_t n, uint64_t now);
+
+WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
+// In a forked child: every connection it inherited is forgotten (the generation moves on).
+WJ_HIDDEN void wj_conns_forked(void);
+WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table
+WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
+WJ_HIDDEN void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);
+// From which stream offset the parser wants this connection's bytes. The agent may set a value
+// for the slot's previous connection after this one took the slot: such a value is tagged with
+// the other conn_id and means nothing here (this connection then gets all its bytes captured).
+static inline uint64_t wj_want(wj_conn *c, int dir, int plain) {
+    if (atomic_load_explicit(&c->want_tag, memory_order_acquire) != WJ_LOAD(c->conn_id)) return 0;
+    return WJ_LOAD(*(plain ? (dir == WJ_OUT ? &c->want_plain_out : &c->want_plain_in)
+                           : (dir == WJ_OUT ? &c->want_out : &c->want_in)));
+}
+#endif

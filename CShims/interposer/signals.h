@@ -1,0 +1,20 @@
+// The app's signal handlers run through a trampoline, so that wedjat's hooks know when they
+// are called from inside one (context.h: forward and count only, defer the rest). The app
+// keeps its own view of every disposition: what sigaction() and signal() return is what the
+// kernel would hold without wedjat. wedjat's own signal (the stall sampler's) goes through
+// the same trampoline.
+#ifndef WEDJAT_SIGNALS_H
+#define WEDJAT_SIGNALS_H
+#include "base.h"
+#include <signal.h>
+
+// Claims a real-time signal for wedjat (the highest from SIGRTMAX-7 down to SIGRTMIN+4 that
+// the app has left at its default) and sends the signals it queued with `magic` in si_value to
+// `handler`; any other signal on that number goes to what the app installed there (or its
+// default action). Returns the signal, or -1 when none is free. Not from a signal handler.
+WJ_HIDDEN int wj_signal_claim_private(void (*handler)(int, siginfo_t *, void *), int magic);
+WJ_HIDDEN int wj_signal_private(void);   // the claimed signal, 0 until claimed, -1 if none
+
+// Is this signal wedjat's own (queued by this process with the magic)?
+WJ_HIDDEN int wj_signal_is_ours(const siginfo_t *si);
+#endif

@@ -1,0 +1,1 @@
+// (nothing to import: this target only provides symbols to the static Swift runtime)

@@ -1,0 +1,11 @@
+#include "cunit.h"
+
+int cunit_failures, cunit_checks;
+
+int main(void) {
+    test_lifecycle();
+    test_redact();
+    test_ring();
+    printf("cunit: %d checks, %d failed\n", cunit_checks, cunit_failures);
+    return cunit_failures != 0;
+}

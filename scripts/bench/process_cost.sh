@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# What watching costs per process, where users pay it: a short networked process (one curl GET
+# to a loopback server), fork+execve, posix_spawn and fork+_exit children of a watched parent,
+# and /bin/true alone; plus the memory a watched process has: RSS and the size of its fd table
+# (FDSize), also under RLIMIT_NOFILE 1048576. Every figure is watched minus plain, both taken
+# in the same run, alternating, over ROUNDS rounds (medians), once with the logs on tmpfs (what
+# wedjat itself costs) and once under $TMPDIR (a disk: file creation included).
+#   scripts/bench/process_cost.sh LIBDIR [ROUNDS]
+# Targets (issue: runtime core): curl <= 1 ms added; each child <= 0.3 ms added; /bin/true
+# <= 0.2 ms added.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [ROUNDS]" >&2; exit 2; }
+lib=$(cd "$1" && pwd)/libwedjat.so
+rounds=${2:-15}
+[ -f "$lib" ] || { echo "no $lib" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-proc.XXXXXX")
+shm=$(mktemp -d /dev/shm/wedjat-bench-proc.XXXXXX)
+srv=
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null; rm -rf "$work" "$shm"; }
+trap cleanup EXIT
+gcc -O2 -o "$work/proc_cost" "$here/proc_cost.c"
+gcc -O2 -o "$work/spawn_timer" "$here/spawn_timer.c"
+
+# A loopback HTTP server, unwatched: a 600-byte file.
+mkdir -p "$work/www"
+head -c 600 /dev/zero | tr '\0' x > "$work/www/f.txt"
+python3 - "$work/www" "$work/port" <<'PY' &
+import http.server, os, socketserver, sys
+os.chdir(sys.argv[1])
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), Quiet)
+open(sys.argv[2], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+srv=$!
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+url="http://127.0.0.1:$(cat "$work/port")/f.txt"
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# series NAME LOGDIR: every scenario, ROUNDS alternating rounds
+series() {
+    local name=$1 dir=$2 r m a b
+    echo "# logs in $dir ($(df -T "$dir" | awk 'NR == 2 { print $2 }'))"
+    for m in fork_exec spawn fork_exit; do
+        : > "$work/$m.plain"; : > "$work/$m.wj"
+        for r in $(seq "$rounds"); do
+            "$work/proc_cost" "$m" 40 >> "$work/$m.plain"
+            WEDJAT_DIR="$dir/logs" LD_PRELOAD="$lib" "$work/proc_cost" "$m" 40 >> "$work/$m.wj"
+        done
+        a=$(median < "$work/$m.plain"); b=$(median < "$work/$m.wj")
+        awk -v m="$m" -v a="$a" -v b="$b" -v n="$name" 'BEGIN { printf "%-6s %-10s plain %8.1f us  watched %8.1f us  added %7.3f ms per child (target <= 0.300)\n", n, m, a, b, (b - a) / 1000 }'
+    done
+    "$work/spawn_timer" $((rounds * 20)) WEDJAT_DIR="$dir/logs" LD_PRELOAD="$lib" -- /bin/true > "$work/true.txt"
+    awk -v n="$name" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+        END { printf "%-6s %-10s plain %8.3f ms  watched %8.3f ms  added %7.3f ms (target <= 0.200)\n", n, "/bin/true", v["median_without_ms"], v["median_with_ms"], v["added_ms"] }' "$work/true.txt"
+    "$work/spawn_timer" $((rounds * 4)) WEDJAT_DIR="$dir/logs" LD_PRELOAD="$lib" -- curl -s -o /dev/null "$url" > "$work/curl.txt"
+    awk -v n="$name" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+        END { printf "%-6s %-10s plain %8.3f ms  watched %8.3f ms  added %7.3f ms (target <= 1.000)\n", n, "curl GET", v["median_without_ms"], v["median_with_ms"], v["added_ms"] }' "$work/curl.txt"
+}
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r), RLIMIT_NOFILE $(ulimit -n); $rounds rounds"
+series tmpfs "$shm"
+series disk "$work"
+
+# Memory of a watched process that lived long enough to have wedjat's thread (a 1.5 s sleep
+# after one connection): RSS and the kernel's fd table size, plain and watched.
+mem() {  # LIMIT: prints "rss_kb fdsize" of plain and of watched
+    local limit=$1 envs=("${@:2}")
+    prlimit --nofile="$limit:$limit" env "${envs[@]}" python3 -c "
+import socket, time, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); s.close()
+time.sleep(1.5)
+st = dict(l.split(':', 1) for l in open('/proc/self/status'))
+print(st['VmRSS'].split()[0], st['FDSize'].strip())" "$(cat "$work/port")"
+}
+for limit in 1024 1048576; do
+    read -r rss0 fd0 <<< "$(mem $limit WEDJAT_DISABLE=1)"
+    read -r rss1 fd1 <<< "$(mem $limit WEDJAT_DIR="$shm/logs" LD_PRELOAD="$lib")"
+    echo "memory    RLIMIT_NOFILE $limit: RSS plain ${rss0} KiB, watched ${rss1} KiB (+$((rss1 - rss0)) KiB); fd table (FDSize) plain $fd0, watched $fd1"
+done
