@@ -127,6 +127,38 @@ final class DiffTests: XCTestCase {
         XCTAssertTrue(range[0] < a.p50 && a.p50 < range[1], "\(range) around \(a.p50)")
     }
 
+    /// Red only for a change for the worse beyond the runs' spread: not for one inside it (`~`),
+    /// nor for a percentile of too few values to have a spread.
+    func testColourOnlyBeyondTheSpread() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        /// 200 exchanges of one host, TTFB `base + i * 10` us.
+        func run(_ name: String, base: Int64) throws -> Report {
+            var body = Line.start(pid: 1, ts: 1000, exe: "/c")
+            for i in 0 ..< 200 {
+                let start = Int64(10_000 + i * 100_000), ttfb = base + Int64(i) * 10
+                body += #"{"type":"http","ts":\#(start + ttfb),"pid":1,"conn_id":\#(i),"role":"client","host":"h","path":"/","status":200,"request_index":0,"request_start_ts":\#(start),"request_end_ts":\#(start),"response_start_ts":\#(start + ttfb),"response_end_ts":\#(start + ttfb)}"# + "\n"
+            }
+            try dir.write(name + "/c.1.1000.ndjson", body + Line.end(pid: 1, ts: 30_000_000))
+            return Report(analysis: try RunAnalysis.load(paths: [dir.path + "/" + name]))
+        }
+        let a = try run("a", base: 9000), same = try run("b", base: 9010), slow = try run("c", base: 18000)
+        let red = "\u{1B}[31m"
+        func line(_ d: RunDiff, _ metric: String) throws -> String {
+            let text = DiffText(color: true).render(d)
+            return try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("  " + metric + " ") }.map(String.init))
+        }
+        let small = try line(try RunDiff(a: a, pathA: "a", b: same, pathB: "b"), "ttfb.p50")
+        XCTAssertTrue(small.contains("~"), small)
+        XCTAssertFalse(small.contains(red))
+        let doubled = try RunDiff(a: a, pathA: "a", b: slow, pathB: "c")
+        let slower = try line(doubled, "ttfb.p50")
+        XCTAssertTrue(slower.contains(red), slower)
+        XCTAssertFalse(try line(doubled, "requests").contains(red), "a count is not better or worse")
+        // The fixture's 6 exchanges per run: +50% of TTFB p50, too few values for a spread: not red.
+        XCTAssertFalse(try line(try diff([]), "ttfb.p50").contains(red))
+    }
+
     /// From 0: any increase is infinitely large, so every relative threshold above it fails.
     func testRelativeChangeFromZero() throws {
         let row = DiffRow(metric: "stalls", unit: .count, a: 0, b: 3)
