@@ -301,16 +301,6 @@ public struct RequestCollector: Sendable {
     /// The selection with connection set-ups attached. A lookup that matched several
     /// connections is drawn on the earliest one only: the others reused its answer.
     public func selection() -> (first: [WaterfallRequest], slowest: [WaterfallRequest]) {
-        func attach(_ r: WaterfallRequest) -> WaterfallRequest {
-            guard r.opensConnection, let id = r.http.connId, var s = setups[ConnectionKey(file: r.file, connId: id)]
-            else { return r }
-            if let seq = s.lookupSeq, lookupFirstUse[seq] != s.openTs {
-                s.dnsStartTs = nil; s.dnsEndTs = nil; s.lookupSeq = nil
-            }
-            var out = r
-            out.setup = s
-            return out
-        }
         let s = select()
         return (s.first.map(attach), s.slowest.map(attach))
     }
