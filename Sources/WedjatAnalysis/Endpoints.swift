@@ -113,23 +113,41 @@ public struct EndpointStats: Sendable {
 /// exchanges of the others are counted under their host's `(other)`.
 public struct EndpointCollection: Sendable {
     public static let limit = 1000
-    public private(set) var endpoints: [EndpointKey: EndpointStats] = [:]
+    /// In first-seen order; `index` finds them by key.
+    private var stats: [EndpointStats] = []
+    private var index: [EndpointKey: Int] = [:]
+    /// The last exchange's raw key and its endpoint: a connection's exchanges come one after
+    /// the other, mostly to the same route, and then neither the folding nor the hashing is
+    /// needed again.
+    private var last: (role: String, host: String?, peer: String?, method: String?, path: String?, at: Int)?
+
+    public var endpoints: [EndpointKey: EndpointStats] {
+        Dictionary(uniqueKeysWithValues: stats.map { ($0.key, $0) })
+    }
 
     mutating func add(_ h: HTTPRecord) {
-        let key = EndpointKey(role: h.role, host: HTTPKey(h).host, method: h.method ?? "?", path: PathTemplate.fold(h.path ?? ""))
-        let k = admit(key)
-        endpoints[k, default: EndpointStats(key: k)].add(h)
+        if let l = last, l.path == h.path, l.host == h.host, l.method == h.method, l.role == h.role, l.peer == h.peer {
+            stats[l.at].add(h)
+            return
+        }
+        let i = slot(EndpointKey(role: h.role, host: HTTPKey(h).host, method: h.method ?? "?", path: PathTemplate.fold(h.path ?? "")))
+        stats[i].add(h)
+        last = (h.role, h.host, h.peer, h.method, h.path, i)
     }
 
     mutating func add(_ s: HTTPSummaryRecord) {
-        let key = EndpointKey(role: s.role, host: HTTPKey(s).host, method: s.method ?? "?", path: "?")
-        let k = admit(key)
-        endpoints[k, default: EndpointStats(key: k)].add(s)
+        let i = slot(EndpointKey(role: s.role, host: HTTPKey(s).host, method: s.method ?? "?", path: "?"))
+        stats[i].add(s)
     }
 
-    private func admit(_ key: EndpointKey) -> EndpointKey {
-        if endpoints[key] != nil || endpoints.count < Self.limit { return key }
-        return EndpointKey(role: key.role, host: key.host, method: "*", path: "(other)")
+    /// The endpoint's place, made when new (past `limit`: its host's `(other)`).
+    private mutating func slot(_ key: EndpointKey) -> Int {
+        if let i = index[key] { return i }
+        let k = index.count < Self.limit ? key : EndpointKey(role: key.role, host: key.host, method: "*", path: "(other)")
+        if let i = index[k] { return i }
+        index[k] = stats.count
+        stats.append(EndpointStats(key: k))
+        return stats.count - 1
     }
 }
 
