@@ -523,6 +523,24 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(ExportJSON.object([("b", .int(1)), ("a", .array([]))]).rendered(), #"{"b":1,"a":[]}"#)
     }
 
+    /// The byte writer's numbers and strings are the tree's, to the byte.
+    func testJSONBytesWritesWhatExportJSONRenders() {
+        for (units, decimals) in [(0, 3), (1005, 3), (50, 3), (100, 3), (-1500, 3), (-5, 3), (18800, 3), (123456789, 6),
+                                  (7, 0), (-7, 0), (Int64.max / 10, 6)] as [(Int64, Int)] {
+            var w = JSONBytes()
+            w.fixed(units, decimals)
+            XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), ExportJSON.decimal(units, decimals), "\(units) / 10^\(decimals)")
+        }
+        for s in ["plain", "quote \" and \\ slash", "tab\tnew\nline", "\u{1}ctl", "ünï©ødé"] {
+            var w = JSONBytes()
+            w.string(s[...])
+            var v = JSONBytes()
+            v.string(s)
+            XCTAssertEqual(w.bytes, v.bytes)
+            XCTAssertEqual(String(decoding: v.bytes, as: UTF8.self), ExportJSON.string(s).rendered())
+        }
+    }
+
     func testAddressesAndURLs() {
         XCTAssertEqual(AddressParts.split("[::1]:8080").host, "::1")
         XCTAssertEqual(AddressParts.split("[::1]:8080").port, 8080)

@@ -94,6 +94,7 @@ public indirect enum ExportJSON: Equatable, Sendable {
     }
 
     static func decimal(_ units: Int64, _ decimals: Int) -> String {
+        guard decimals > 0 else { return String(units) }
         var scale: Int64 = 1
         for _ in 0 ..< decimals { scale *= 10 }
         let magnitude = units.magnitude

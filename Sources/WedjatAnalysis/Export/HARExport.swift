@@ -69,9 +69,13 @@ public enum HARExport {
 
     private static func writeHeaders(_ h: HTTPRecord, prefix: String, into w: inout JSONBytes) {
         w.openArray()
-        for (k, v) in h.headers.filter({ $0.key.hasPrefix(prefix) }).sorted(by: { $0.key < $1.key }) {
+        // A handful of headers: a small array, sorted by name.
+        var named: [(key: String, value: String)] = []
+        for (k, v) in h.headers where k.hasPrefix(prefix) { named.append((k, v)) }
+        named.sort { $0.key < $1.key }
+        for (k, v) in named {
             w.openObject()
-            w.key("name"); w.string(String(k.dropFirst(prefix.count)))
+            w.key("name"); w.string(k.dropFirst(prefix.count))
             w.key("value"); w.string(v)
             w.closeObject()
         }

@@ -20,7 +20,7 @@ struct JSONBytes {
     @inline(__always) private mutating func newline(_ level: Int) {
         bytes.append(0x0A)
         let n = min(indent * level, JSONBytes.spaces.count)
-        bytes.append(contentsOf: JSONBytes.spaces[0 ..< n])
+        JSONBytes.spaces.withUnsafeBufferPointer { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0 ..< n])) }
     }
 
     var count: Int { bytes.count }
@@ -108,7 +108,37 @@ struct JSONBytes {
     /// `units / 10^decimals` exactly, trailing zeros trimmed (as ExportJSON.fixed).
     mutating func fixed(_ units: Int64, _ decimals: Int) {
         valueStart()
-        bytes.append(contentsOf: ExportJSON.decimal(units, decimals).utf8)
+        var scale: UInt64 = 1
+        for _ in 0 ..< decimals { scale *= 10 }
+        let m = units.magnitude
+        if units < 0 { bytes.append(UInt8(ascii: "-")) }
+        writeInt(Int64(m / scale))
+        var frac = m % scale
+        guard frac > 0 else { return }
+        var digits = decimals
+        while frac % 10 == 0 { frac /= 10; digits -= 1 }
+        bytes.append(UInt8(ascii: "."))
+        // Leading zeros of the fraction, then its digits.
+        var width = 1, f = frac
+        while f >= 10 { f /= 10; width += 1 }
+        for _ in 0 ..< digits - width { bytes.append(0x30) }
+        writeInt(Int64(frac))
+    }
+
+    /// A string from part of another (a header's name after its prefix): no new String.
+    mutating func string(_ s: Substring) {
+        valueStart()
+        var s = s
+        s.withUTF8 { u in
+            var clean = true
+            for c in u where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { clean = false; break }
+            if clean {
+                bytes.append(UInt8(ascii: "\""))
+                bytes.append(contentsOf: u)
+                bytes.append(UInt8(ascii: "\""))
+            }
+            if !clean { writeString(String(decoding: u, as: UTF8.self)) }
+        }
     }
 
     /// JSON text made elsewhere, as one value.
