@@ -151,8 +151,8 @@ public enum OTLPExport {
         /// The same as `json`, written straight into bytes (the export's hot path).
         func write(into w: inout JSONBytes) {
             w.openObject()
-            w.key("traceId"); w.string(ids.traceId)
-            w.key("spanId"); w.string(ids.spanId)
+            w.key("traceId"); w.hex(ids.traceHigh, ids.traceLow)
+            w.key("spanId"); w.hex(ids.span)
             w.key("name"); w.string(name)
             w.key("kind"); w.int(kind.rawValue)
             w.key("startTimeUnixNano"); w.intString(startUs * 1000)
