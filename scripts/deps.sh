@@ -31,6 +31,8 @@ have g++ || need+=(g++)
 [ -e /usr/include/libunwind.h ] || need+=(libunwind-dev)
 [ -e /usr/include/elfutils/libdwfl.h ] || need+=(libdw-dev)
 [ -e /usr/include/libelf.h ] || need+=(libelf-dev)
+# The report's benchmark (scripts/bench/report.sh) measures simdjson's parser against wedjat's own.
+[ -e /usr/include/simdjson.h ] || need+=(libsimdjson-dev)
 # The HTML report is rendered in headless Chromium by its test.
 have chromium || need+=(chromium)
 # Real consumers of the exports: OTLP protobuf classes, Perfetto's trace processor, JSON Schema.
@@ -38,6 +40,8 @@ pyneed=()
 python3 -c "import opentelemetry.proto" 2>/dev/null || pyneed+=(opentelemetry-proto)
 python3 -c "import perfetto.trace_processor" 2>/dev/null || pyneed+=(perfetto)
 python3 -c "import jsonschema" 2>/dev/null || pyneed+=(jsonschema)
+# What a data-minded user would reach for instead of `wedjat report` (scripts/bench/report.sh compares).
+python3 -c "import duckdb" 2>/dev/null || pyneed+=(duckdb)
 if [ ${#pyneed[@]} -gt 0 ]; then
     echo "deps: pip installing ${pyneed[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check "${pyneed[@]}" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
