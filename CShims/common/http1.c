@@ -946,6 +946,24 @@ void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono) {
     }
     wj_h1_side *r = &h->resp;
     if (r->phase == PH_UNTIL_CLOSE) end_message(&c, r, r->close_max_io_end, r->close_seen ? r->close_last_mono : mono);
-    if (state_of(h) == WJ_H1_DETECTING) stop(&c, &h->req, WJ_H1_NOT_HTTP, WJ_H1_ERR_NONE, NO_EXCHANGE, 0);
-    else stop(&c, &h->req, WJ_H1_CLOSED, WJ_H1_ERR_INCOMPLETE, NO_EXCHANGE, 0);
+    if (state_of(h) == WJ_H1_DETECTING) stop(&c, &h->req, WJ_H1_NOT_HTTP, WJ_H1_ERR_NONE, NO_EXCHANGE, WJ_H1_M_FINISH);
+    else stop(&c, &h->req, WJ_H1_CLOSED, WJ_H1_ERR_INCOMPLETE, NO_EXCHANGE, WJ_H1_M_FINISH);
+}
+
+// ---------------------------------------------------------------- the record budget
+
+int wj_budget_take(wj_budget *b, int64_t per_second, uint64_t mono) {
+    if (per_second <= 0) return 0;
+    int64_t burst = per_second * 10 * 1000;
+    uint64_t now_ms = mono / 1000000 + 1;   // never 0: 0 is "not started"
+    uint64_t last = atomic_load_explicit(&b->last_ms, memory_order_relaxed);
+    if (now_ms > last && atomic_compare_exchange_strong(&b->last_ms, &last, now_ms)) {
+        // The first take fills the bucket; later ones add what the elapsed milliseconds earned.
+        int64_t add = last ? (int64_t)(now_ms - last) * per_second : burst;
+        int64_t after = atomic_fetch_add(&b->milli, add) + add;
+        if (after > burst) atomic_fetch_sub(&b->milli, after - burst);
+    }
+    if (atomic_fetch_sub(&b->milli, 1000) >= 1000) return 1;
+    atomic_fetch_add(&b->milli, 1000);
+    return 0;
 }

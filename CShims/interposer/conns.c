@@ -3,6 +3,7 @@
 // allocation (chunks are mmap'ed), no locks; every shared field is a relaxed atomic.
 #include "conns.h"
 #include "events.h"
+#include "framing.h"
 #include "process.h"
 #include <errno.h>
 #include <string.h>
@@ -114,7 +115,10 @@ static int end_conn(wj_conn *c, uint32_t slot, int fd, uint64_t now, wj_event *e
     memset(ev, 0, sizeof *ev);
     ev->conn_id = atomic_exchange(&c->conn_id, 0);
     if (!ev->conn_id) return 0;
+    // What its framers hold goes first (their events carry this time: before the close's).
+    if (WJ_LOAD(c->http)) wj_framing_end(c, ev->conn_id, now);
     if (atomic_exchange(&c->connecting, 0)) atomic_fetch_sub(&wj_connecting_count, 1);
+    atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
     ev->kind = WJ_EV_CONN_CLOSE;
     ev->fd = fd;
     ev->conn_slot = slot;
@@ -128,10 +132,10 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
     _Atomic uint64_t *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
     if (!chunk) return 0;
     uint64_t ref = atomic_exchange(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], 0);
-    if (!ref || (ref >> 32) != (uint32_t)wj_fd_generation) return 0;
-    uint32_t slot = (uint32_t)ref - 1;
-    wj_conn *c = wj_conn_at(slot);
-    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return 0;
+    if (!wj_ref_current(ref)) return 0;
+    wj_conn *c = wj_ref_conn(ref);
+    uint32_t slot = WJ_LOAD(c->slot);
+    if (atomic_fetch_sub(&c->refs, 1) != 1) return 0;
     // The last fd: the socket closes with it. The fd is still open, for TCP_INFO.
     int ended = end_conn(c, slot, fd, now, ev);
     atomic_store_explicit(&c->state, 0, memory_order_release);
@@ -161,7 +165,9 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->family, (uint8_t)family);
     WJ_STORE(c->tls, 0);
     WJ_STORE(c->tls_version, 0);
-    WJ_STORE(c->http, (uint8_t)(wj_proc.config.http && transport != WJ_TRANSPORT_UDP));
+    WJ_STORE(c->http, (uint8_t)(wj_proc.config.http && transport != WJ_TRANSPORT_UDP && role != WJ_ROLE_PAIR));
+    WJ_STORE(c->watch, 0);
+    WJ_STORE(c->slot, slot);
     WJ_STORE(c->err, 0);
     WJ_STORE(c->err_phase, 0);
     WJ_STORE(c->epfd, -1);
@@ -188,13 +194,15 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->dns53, 0);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
-    set_fd_ref(fd, ((uint64_t)(uint32_t)wj_fd_generation << 32) | (slot + 1));
+    // Framed from its first byte: the fd is not the app's yet, so no other thread races this.
+    if (WJ_LOAD(c->http)) wj_framing_open(c, slot, role != WJ_ROLE_SERVER);
+    set_fd_ref(fd, wj_ref_make(c));
     *slot_out = slot;
     return c;
 }
 
 void wj_fd_add_ref(int fd, uint64_t ref) {
-    wj_conn *c = wj_conn_at((uint32_t)ref - 1);
+    wj_conn *c = wj_ref_conn(ref);
     if (!c) return;
     if (atomic_fetch_add(&c->refs, 1) == 0) {  // it ended meanwhile (a racing close)
         atomic_fetch_sub(&c->refs, 1);
@@ -223,7 +231,13 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
 }
 
 void wj_conns_forked(void) {
-    wj_fd_generation++;  // inherited sockets are the parent's
+    // Inherited sockets are the parent's: the child's table starts empty (it is the only
+    // thread now), and the slots they held count as free.
+    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
+        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
+        if (chunk) memset((void *)chunk, 0, WJ_FD_CHUNK * sizeof *chunk);
+    }
+    wj_fd_generation++;
     atomic_store(&wj_connecting_count, 0);
 }
 
@@ -234,6 +248,7 @@ void wj_note_error(wj_conn *c, int err, int phase) {
 
 void wj_conn_connected(wj_conn *c, uint64_t now) {
     if (!atomic_exchange(&c->connecting, 0)) return;
+    atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
     atomic_fetch_sub(&wj_connecting_count, 1);
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&c->t_connected, &zero, now);
@@ -244,9 +259,8 @@ void wj_conn_connected(wj_conn *c, uint64_t now) {
 void wj_conn_connect_failed(wj_conn *c, int fd, int err) {
     if (!WJ_LOAD(c->connecting)) return;
     wj_note_error(c, err, WJ_ERR_CONNECT);
-    uint64_t ref = wj_fd_ref(fd);
     wj_event ev;
-    if (end_conn(c, ref ? (uint32_t)ref - 1 : 0, fd, wj_now_ns(), &ev)) {
+    if (end_conn(c, WJ_LOAD(c->slot), fd, wj_now_ns(), &ev)) {
         ev.err = err;
         ev.err_phase = WJ_ERR_CONNECT;
         wj_push(&ev);
@@ -308,7 +322,7 @@ void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const s
     wj_payload p;
     p.kind = WJ_EV_PAYLOAD;
     p.flags = (uint16_t)((dir == WJ_OUT ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0));
-    p.conn_slot = (uint32_t)wj_fd_ref(fd) - 1;
+    p.conn_slot = WJ_LOAD(c->slot);
     p.tid = wj_tid();
     p.conn_id = id;
     p.io_end = end;

@@ -28,16 +28,15 @@ public struct ProcessContext {
 }
 
 // One open connection: its open event, the name its peer was resolved from, and the HTTP
-// parsers of its byte streams (raw, and TLS plaintext when the app used a TLS library).
+// exchanges of its byte streams (raw, and TLS plaintext when the app used a TLS library), from
+// what the C framer handed over.
 final class OpenConnection {
     var event: wj_event
     let host: ResolvedNames.Match?
-    var raw: HTTP1Stream?
-    var plain: HTTP1Stream?
-    // conn_want offsets already told, by stream (WJ_PAYLOAD_OUT | WJ_PAYLOAD_PLAIN bits: 0...3)
-    var published: [UInt64?] = [nil, nil, nil, nil]
+    var raw: HTTP1Framed?
+    var plain: HTTP1Framed?
     var requests = 0
-    var payloads = 0                        // capture slots seen
+    var messages = 0                        // framer events seen
     // The summary the last exchange went to (a connection's exchanges mostly share one):
     // found again by comparing its key, without hashing it. Valid while summaryEpoch matches.
     var summaryKey: HTTPSummaryKey?
@@ -68,7 +67,6 @@ public final class Aggregator {
     public private(set) var droppedRecords: UInt64 = 0
     public private(set) var untrackedConnections: UInt64 = 0
     public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
-    private var budget: RecordBudget
     private var early: [UInt64: [wj_payload]] = [:]
     public private(set) var earlyStashed = 0
     private var summaryIndex: [HTTPSummaryKey: Int] = [:]   // into summaryEntries
@@ -91,7 +89,6 @@ public final class Aggregator {
         self.errnoName = errnoName
         self.want = want
         self.sink = sink
-        budget = RecordBudget(perSecond: context.httpRecordsPerSecond, burst: context.httpRecordsPerSecond * 10)
         pending.reserveCapacity(Aggregator.flushThreshold + 4096)
     }
 
@@ -142,7 +139,7 @@ public final class Aggregator {
         }
     }
 
-    // Bytes of a connection, for its HTTP parser.
+    // What the HTTP framer handed over for a connection (payload ring).
     public func handlePayload(_ p: UnsafePointer<wj_payload>) {
         // The bytes of one call mostly follow those of the call before on the same connection.
         var found = lastConn
@@ -157,62 +154,37 @@ public final class Aggregator {
         }
         guard (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
         let plain = (p.pointee.flags & UInt16(WJ_PAYLOAD_PLAIN)) != 0
-        let stream: HTTP1Stream
-        if let s = plain ? conn.plain : conn.raw {
-            stream = s
+        let framed: HTTP1Framed
+        if let f = plain ? conn.plain : conn.raw {
+            framed = f
         } else {
-            let role: HTTPRole = conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client
-            stream = HTTP1Stream(role: role, redaction: context.redaction)
-            // Past the record budget an exchange is only counted (http_summary): decided at
-            // its start, so that its path and header strings are never built.
-            // (The aggregator owns its connections and their streams: unowned(unsafe) saves an
-            // atomic check per request.)
-            stream.wantsDetail = { [unowned(unsafe) self] mono in self.budget.take(mono: mono) }
-            if plain { conn.plain = stream } else { conn.raw = stream }
+            framed = HTTP1Framed(role: conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client,
+                                 redaction: context.redaction)
+            if plain { conn.plain = framed } else { conn.raw = framed }
         }
         lastConn = conn
-        conn.payloads += 1
-        let dir: HTTPDirection = (p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in
-        // The bytes in place (not a copy of the whole slot's data array): only `len` of them
-        // were copied out of the ring.
-        let len = Int(min(p.pointee.len, UInt32(Aggregator.payloadCapacity)))
-        let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(p) + Aggregator.payloadDataOffset, count: len)
-        stream.feed(dir, offset: p.pointee.offset, bytes: bytes, ioEnd: p.pointee.io_end, mono: p.pointee.t)
-        publishWants(conn, stream: stream, plain: plain)
-        stream.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
-    }
-
-    // Called for every captured slot: no allocation, no hashing.
-    private func publishWants(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool) {
-        publishWant(conn, stream: stream, plain: plain, dir: .out)
-        publishWant(conn, stream: stream, plain: plain, dir: .in)
-    }
-
-    private func publishWant(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool, dir: HTTPDirection) {
-        let which = Int32(dir == .out ? WJ_PAYLOAD_OUT : 0) | Int32(plain ? WJ_PAYLOAD_PLAIN : 0)
-        let offset = stream.wantFrom(dir)
-        if conn.published[Int(which)] != offset {
-            conn.published[Int(which)] = offset
-            want(conn.event.conn_slot, conn.event.conn_id, which, offset)
+        let data = UnsafeRawPointer(p) + Aggregator.payloadDataOffset
+        switch Int32(p.pointee.kind) {
+        case Int32(WJ_EV_HTTP_MSG):
+            conn.messages += 1
+            framed.message(data.assumingMemoryBound(to: wj_h1_msg.self))
+        case Int32(WJ_EV_HTTP_HEAD):
+            let len = Int(min(p.pointee.len, UInt32(Aggregator.payloadCapacity)))
+            framed.head(isRequest: (p.pointee.flags & UInt16(WJ_PAYLOAD_REQUEST)) != 0, seq: UInt32(truncatingIfNeeded: p.pointee.io_end),
+                        bytes: UnsafeRawBufferPointer(start: data, count: len))
+        default:
+            return
         }
+        framed.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
     }
 
-    // The connection ended (`close`: its final counters, when known). Each parser first learns
-    // how far its streams went: a body whose last captured slot was dropped (a full ring)
-    // still ends, at the connection's last I/O.
+    // The connection ended. Its framers handed over everything before its close event (or, at
+    // the image's end, before this flush): what is left is its state, for http_none.
     private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
-        conn.stateBeforeFinish = (conn.plain ?? conn.raw)?.state
-        for (stream, tls) in [(conn.raw, false), (conn.plain, true)] {
-            guard let stream else { continue }
-            if let close {
-                let last = close.t_last_io != 0 ? close.t_last_io : mono
-                let (totalIn, totalOut) = tls ? (close.plain_in, close.plain_out) : (close.bytes_in, close.bytes_out)
-                for (dir, total) in [(HTTPDirection.out, totalOut), (.in, totalIn)] where total > 0 {
-                    stream.feed(dir, offset: total, bytes: UnsafeRawBufferPointer(start: nil, count: 0), ioEnd: total, mono: last)
-                }
-            }
-            stream.finish(mono: mono)
-            stream.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
+        let f = conn.plain ?? conn.raw
+        conn.stateBeforeFinish = f.map { $0.stateAtFinish ?? $0.state }
+        for (framed, tls) in [(conn.raw, false), (conn.plain, true)] {
+            framed?.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
         }
     }
 
@@ -530,10 +502,13 @@ public final class Aggregator {
         if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 {
             line.field("http_requests", requests)
             if requests == 0, let conn = httpConn {
-                // Why there is none: no byte captured, not HTTP, or a gap in needed bytes.
+                // Why there is none: no byte moved, not HTTP, or a gap in needed bytes.
+                let tls = close.map { $0.t_tls_start != 0 } ?? false
+                let moved = tls ? (close?.plain_in ?? 0) + (close?.plain_out ?? 0) : (close?.bytes_in ?? 0) + (close?.bytes_out ?? 0)
                 let why: String
                 switch conn.stateBeforeFinish {
-                case nil: why = conn.payloads == 0 ? "no_bytes" : "no_parser"
+                case _ where moved == 0 && conn.messages == 0: why = "no_bytes"
+                case nil: why = "no_parser"
                 case .notHTTP?: why = "not_http"
                 case .desynced?: why = "desync"
                 case .detecting?: why = "incomplete"

@@ -12,6 +12,8 @@ public final class HTTP1Framed {
     public let role: HTTPRole
     let redaction: HTTPRedaction
     public private(set) var state: HTTP1State = .detecting
+    /// The state when the connection ended (before the end's own STOP), nil until then.
+    public private(set) var stateAtFinish: HTTP1State?
     /// Requests whose request line was seen (exchanges started).
     public private(set) var requestCount = 0
     /// Message events that came after the stream stopped, or for an exchange already out.
@@ -147,6 +149,7 @@ public final class HTTP1Framed {
     }
 
     private func stop(_ m: UnsafePointer<wj_h1_msg>) {
+        if has(m, Int32(WJ_H1_M_FINISH)), stateAtFinish == nil { stateAtFinish = state }
         guard state == .http || state == .detecting else { return }
         let newState: HTTP1State
         switch Int32(m.pointee.state) {

@@ -28,6 +28,8 @@ enum {
     WJ_EV_DNS = 4,         // a resolver call returned (wj_dns_event, on the DNS ring)
     WJ_EV_PAYLOAD = 5,     // bytes the app moved on a connection (wj_payload, payload ring)
     WJ_EV_TLS = 6,         // a TLS handshake on a connection ended (t_start..t_end)
+    WJ_EV_HTTP_MSG = 7,    // an HTTP/1 message framed (payload ring: data is a wj_h1_msg)
+    WJ_EV_HTTP_HEAD = 8,   // header-block bytes of a detailed exchange (payload ring; io_end: its index)
 };
 
 enum { WJ_ROLE_CLIENT = 1, WJ_ROLE_SERVER = 2, WJ_ROLE_PAIR = 3, WJ_ROLE_UNKNOWN = 4 };
@@ -100,7 +102,7 @@ enum { WJ_TLS_OPENSSL = 1, WJ_TLS_GNUTLS = 2 };
 // slot may hold no bytes and only tell that a call moved past a point. A call capturing more
 // than one slot holds pushes several slots with consecutive offsets.
 #define WJ_PAYLOAD_SLOT 512
-enum { WJ_PAYLOAD_OUT = 1, WJ_PAYLOAD_PLAIN = 2 };
+enum { WJ_PAYLOAD_OUT = 1, WJ_PAYLOAD_PLAIN = 2, WJ_PAYLOAD_REQUEST = 4 /* WJ_EV_HTTP_HEAD: of the request */ };
 typedef struct wj_payload {
     uint16_t kind;        // WJ_EV_PAYLOAD
     uint16_t flags;       // WJ_PAYLOAD_*

@@ -64,6 +64,7 @@ enum {  // wj_h1_msg.flags
     WJ_H1_M_HOST_CUT = 128,     // host longer than its array (or than what a cut line held)
     WJ_H1_M_PAUSE_LOST = 256,   // STOP: requests sent during a CONNECT/Upgrade pause were lost
     WJ_H1_M_HOST_FIELD = 512,   // request: host is the (first) Host field's value
+    WJ_H1_M_FINISH = 1024,      // STOP: sent by wj_h1_finish (the connection ended)
 };
 
 // What the framer hands over: a message (at its end, or cut short when the stream stops or
@@ -150,6 +151,16 @@ enum { WJ_H1_FACT_KNOWN = 0x80, WJ_H1_FACT_HEAD = 1, WJ_H1_FACT_CONNECT = 2, WJ_
        WJ_H1_FACT_PAUSES = 8 };
 
 void wj_h1_init(wj_h1 *h, int client);
+
+// The record budget: `per_second` exchanges a second become detailed (`http` records), in
+// bursts of 10 s worth; the others are only counted (`http_summary`). Lock-free and never
+// waiting (a signal handler may take too): the hooks of every thread take from one bucket.
+// Zero-initialised, it fills at the first take.
+typedef struct wj_budget {
+    _Atomic int64_t milli;     // tokens in thousandths
+    _Atomic uint64_t last_ms;  // CLOCK_MONOTONIC ms (+1) of the last refill; 0: never
+} wj_budget;
+int wj_budget_take(wj_budget *b, int64_t per_second, uint64_t mono);
 
 // Before a call that will send bytes [offset, offset + n) on the request side (the app is a
 // client): if a request line starts at offset and ends in these bytes, the request is
