@@ -3,6 +3,9 @@
 // that the two can be read side by side; the differential tests hold them to the same output.
 #include "wedjat_http1.h"
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum {  // wj_h1_side.phase
     PH_START, PH_HEADERS, PH_CHUNK_SIZE, PH_CHUNK_CRLF, PH_TRAILERS,  // line phases
@@ -30,6 +33,32 @@ static const uint8_t tchar[256] = {
     ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
     ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
+
+// How many bytes at p are token characters (at most n; p[0..avail) may be read, avail >= n).
+// Field names are nearly always letters, digits and '-': 16 bytes are checked at once for
+// those, the rest (and the first other byte) by the table.
+static inline size_t tchar_span(const uint8_t *p, size_t n, size_t avail) {
+    size_t i = 0;
+#if defined(__SSE2__)
+    while (i + 16 <= avail && i < n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8('a' - 1)), _mm_cmplt_epi8(lower, _mm_set1_epi8('z' + 1)));
+        __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+        __m128i dash = _mm_cmpeq_epi8(v, _mm_set1_epi8('-'));
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), dash));
+        if (mask != 0xffff) {
+            i += (size_t)__builtin_ctz(~mask);
+            break;
+        }
+        i += 16;
+    }
+#else
+    (void)avail;
+#endif
+    while (i < n && tchar[p[i]]) i++;
+    return i < n ? i : n;
+}
 
 static inline int is_upper(uint8_t b) { return b >= 'A' && b <= 'Z'; }
 static inline int is_method_char(uint8_t b) { return is_upper(b) || b == '-' || b == '_'; }
@@ -167,6 +196,7 @@ static int chunk_size(const uint8_t *p, size_t n, uint64_t *out) {
 typedef struct {
     const uint8_t *p;
     size_t n;
+    size_t avail;            // bytes at p that may be read (>= n for a line not cut)
     int cut;
     const uint8_t *tail;     // the last WJ_H1_TAIL bytes before the CR (cut lines)
     uint32_t nontarget;      // bytes outside 33..126 (cut request lines)
@@ -188,6 +218,7 @@ static void side_init(wj_h1_side *s, int is_request) {
     memset(s, 0, sizeof *s);
     s->is_request = (uint8_t)is_request;
     s->phase = PH_START;
+    s->line_nontchar_at = -1;   // the carried line's state, as carry_reset leaves it
 }
 
 void wj_h1_init(wj_h1 *h, int client) {
@@ -479,8 +510,7 @@ static int header_line(const ctx *c, wj_h1_side *s, const line *l) {
     size_t n = l->n, name_end;
     uint8_t after;
     if (!l->cut) {
-        name_end = 0;
-        while (name_end < n && tchar[q[name_end]]) name_end++;
+        name_end = tchar_span(q, n, l->avail);
         after = name_end < n ? q[name_end] : 0;
     } else {
         name_end = l->nontchar_at < 0 ? n : (size_t)l->nontchar_at;
@@ -694,11 +724,12 @@ static void carry_add(wj_h1_side *s, const uint8_t *q, size_t k) {
     s->line_len += (uint32_t)k;
 }
 
-// A line's view without its CR.
-static void line_direct(line *l, const uint8_t *q, size_t n) {
+// A line's view without its CR; `avail` bytes from q may be read.
+static inline void line_direct(line *l, const uint8_t *q, size_t n, size_t avail) {
     if (n > 0 && q[n - 1] == '\r') n--;
     l->p = q;
     l->n = n;
+    l->avail = avail;
     l->cut = 0;
 }
 
@@ -706,6 +737,7 @@ static void line_carried(line *l, wj_h1_side *s) {
     size_t n = s->line_len;
     l->p = s->line_head;
     l->cut = n > WJ_H1_CARRY;
+    l->avail = n < WJ_H1_CARRY ? n : WJ_H1_CARRY;
     l->tail = s->line_tail;
     l->nontarget = s->line_nontarget;
     l->nontchar_at = s->line_nontchar_at;
@@ -805,14 +837,16 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
         give_head(c, s, offset + i, q, n + 1);
         i += n + 1;
         line l;
+        int ok;
         if (!s->line_len) {
-            line_direct(&l, q, n);
+            line_direct(&l, q, n, rest);
+            ok = handle_line(c, s, &l, mono);
         } else {
             carry_add(s, q, n);
             line_carried(&l, s);
+            ok = handle_line(c, s, &l, mono);
+            carry_reset(s);
         }
-        int ok = handle_line(c, s, &l, mono);
-        carry_reset(s);
         if (!ok) return 0;
         if (s->phase > PH_TRAILERS) return 1;
     }
@@ -926,7 +960,7 @@ void wj_h1_announce(wj_h1 *h, const wj_h1_sink *sink, uint64_t offset, const uin
     const uint8_t *nl = k ? memchr(q, '\n', k) : 0;
     if (!nl) return;
     line l;
-    line_direct(&l, q, (size_t)(nl - q));
+    line_direct(&l, q, (size_t)(nl - q), k);
     request_line rl;
     if (!parse_request_line(&l, &rl)) return;
     int detailed;

@@ -42,6 +42,11 @@ final class OpenConnection {
     var summaryKey: HTTPSummaryKey?
     var summaryIndex = 0
     var summaryEpoch = -1
+    // The raw key of the last counted-only exchange (method, host bytes as the framer gave
+    // them): the next one compares these, and builds Strings only when they differ.
+    var summaryMethod: [UInt8] = []
+    var summaryHost: [UInt8]? = nil
+    var summaryRaw: (minor: UInt8, status: Int?, error: String?, tls: Bool) = (0, nil, nil, false)
     var stateBeforeFinish: HTTP1State?
     init(event: wj_event, host: ResolvedNames.Match?) {
         self.event = event
@@ -59,11 +64,29 @@ public final class Aggregator {
     // Tells the capturer which bytes the parser of (slot, conn_id, stream) needs from now on.
     private let want: (UInt32, UInt64, Int32, UInt64) -> Void
     private var open: [UInt64: OpenConnection] = [:]
-    private var line = JSONLine(capacity: 512)
-    private var pending: [UInt8] = []
-    private var pendingLines: [String: Int] = [:]
+    // Records are written straight into the batch that goes to the sink.
+    private let line = JSONLine(capacity: Aggregator.flushThreshold + 8192)
+    private var pendingLines = [Int](repeating: 0, count: RecordType.allCases.count)
+    private var writtenLines = [Int](repeating: 0, count: RecordType.allCases.count)
     private var resolved = ResolvedNames()
-    public private(set) var written: [String: Int] = [:]
+    /// Records written, by type.
+    public var written: [String: Int] {
+        var d: [String: Int] = [:]
+        for t in RecordType.allCases where writtenLines[t.rawValue] > 0 { d[t.name] = writtenLines[t.rawValue] }
+        return d
+    }
+    enum RecordType: Int, CaseIterable {
+        case connection, http, httpSummary, dns
+        var name: String { ["connection", "http", "http_summary", "dns"][rawValue] }
+        var quotedName: StaticString {
+            switch self {
+            case .connection: return "\"connection\""
+            case .http: return "\"http\""
+            case .httpSummary: return "\"http_summary\""
+            case .dns: return "\"dns\""
+            }
+        }
+    }
     public private(set) var droppedRecords: UInt64 = 0
     public private(set) var untrackedConnections: UInt64 = 0
     public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
@@ -89,7 +112,6 @@ public final class Aggregator {
         self.errnoName = errnoName
         self.want = want
         self.sink = sink
-        pending.reserveCapacity(Aggregator.flushThreshold + 4096)
     }
 
     public var openConnectionCount: Int { open.count }
@@ -175,7 +197,8 @@ public final class Aggregator {
         default:
             return
         }
-        framed.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
+        framed.drain(detailed: { http($0, conn: conn, tls: plain, tid: p.pointee.tid) },
+                     counted: { counted($0, conn: conn, tls: plain) })
     }
 
     // The connection ended. Its framers handed over everything before its close event (or, at
@@ -184,7 +207,8 @@ public final class Aggregator {
         let f = conn.plain ?? conn.raw
         conn.stateBeforeFinish = f.map { $0.stateAtFinish ?? $0.state }
         for (framed, tls) in [(conn.raw, false), (conn.plain, true)] {
-            framed?.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
+            framed?.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
+                          counted: { counted($0, conn: conn, tls: tls) })
         }
     }
 
@@ -200,7 +224,7 @@ public final class Aggregator {
         if ev.error == 0 && forward && !name.isEmpty {
             for a in addrs { resolved.note(a, name: name, durationUs: durationUs, endMono: ev.t_end) }
         }
-        begin("dns", mono: ev.t_end, tid: ev.tid)
+        begin(.dns, mono: ev.t_end, tid: ev.tid)
         line.field("api", DNSNames.api(Int32(ev.api)))
         line.field("name", name.isEmpty ? nil : name)
         if ev.truncated != 0 { line.field("name_truncated", true) }
@@ -214,7 +238,7 @@ public final class Aggregator {
         for a in addrs { line.value(Addresses.format(a, withPort: false)) }
         line.endArray()
         line.field("error", ev.error == 0 ? nil : DNSNames.error(ev.error, api: Int32(ev.api)))
-        finishRecord("dns")
+        finishRecord(.dns)
     }
 
     // Writes what is pending. With `final`, every connection still open is reported first
@@ -247,7 +271,7 @@ public final class Aggregator {
         summaryEntries.removeAll(keepingCapacity: true)
         summaryEpoch += 1
         for (key, e) in sorted {
-            begin("http_summary", mono: mono, tid: tid)
+            begin(.httpSummary, mono: mono, tid: tid)
             line.field("role", key.role)
             line.field("scheme", key.scheme)
             line.field("method", key.method)
@@ -279,7 +303,7 @@ public final class Aggregator {
                 }
                 line.endObject()
             }
-            finishRecord("http_summary")
+            finishRecord(.httpSummary)
         }
     }
 
@@ -297,33 +321,29 @@ public final class Aggregator {
 
     // ------------------------------------------------------------------ records
 
-    private func begin(_ type: StaticString, mono: UInt64, tid: Int32) {
-        line.reset()
+    private func begin(_ type: RecordType, mono: UInt64, tid: Int32) {
         line.beginObject()
-        line.field("type", type.description)
+        line.field("type", raw: type.quotedName)
         line.field("ts", context.epochMicros(mono))
         line.field("pid", context.pid)
         line.field("tid", Int(tid))
     }
 
-    private func finishRecord(_ type: String) {
+    private func finishRecord(_ type: RecordType) {
         line.endObject()
         line.endLine()
-        pending.append(contentsOf: line.bytes)
-        pendingLines[type, default: 0] += 1
-        if pending.count >= Aggregator.flushThreshold { writePending() }
+        pendingLines[type.rawValue] += 1
+        if line.count >= Aggregator.flushThreshold { writePending() }
     }
 
     private func writePending() {
-        guard !pending.isEmpty else { return }
-        let ok = pending.withUnsafeBytes { sink($0) }
-        if ok {
-            written.merge(pendingLines, uniquingKeysWith: +)
-        } else {
-            droppedRecords += UInt64(pendingLines.values.reduce(0, +))
+        guard line.count > 0 else { return }
+        let ok = line.withBytes { sink($0) }
+        for t in pendingLines.indices {
+            if ok { writtenLines[t] += pendingLines[t] } else { droppedRecords += UInt64(pendingLines[t]) }
+            pendingLines[t] = 0
         }
-        pending.removeAll(keepingCapacity: true)
-        pendingLines.removeAll(keepingCapacity: true)
+        line.reset()
     }
 
     private func ts(_ mono: UInt64?) -> Int? { mono.map { context.epochMicros($0) } }
@@ -342,7 +362,7 @@ public final class Aggregator {
                 durationUs: ex.durationNs.map { $0 / 1000 }, ttfbUs: ex.ttfbNs.map { $0 / 1000 }, endMono: endMono)
             return
         }
-        begin("http", mono: endMono, tid: tid)
+        begin(.http, mono: endMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("role", ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client")
         line.field("scheme", tls ? "https" : "http")
@@ -374,7 +394,34 @@ public final class Aggregator {
         line.field("complete", ex.complete)
         if ex.upgraded { line.field("upgraded", true) }
         line.field("error", ex.error)
-        finishRecord("http")
+        finishRecord(.http)
+    }
+
+    // A counted-only exchange (past the record budget): into its http_summary, found again by
+    // comparing raw bytes with the connection's last one (no String, no hashing).
+    private func counted(_ c: CountedExchange, conn: OpenConnection, tls: Bool) {
+        conn.requests += 1
+        if c.error == "desync" { unparsedHTTP += 1 }
+        let status = c.status
+        let same = conn.summaryEpoch == summaryEpoch && conn.summaryKey != nil
+            && conn.summaryRaw.minor == c.requestMinor && conn.summaryRaw.status == status
+            && conn.summaryRaw.error == c.error && conn.summaryRaw.tls == tls
+            && c.withMethod({ conn.summaryMethod.elementsEqual($0) })
+            && (c.hasHost ? c.withHost({ h in conn.summaryHost.map { $0.elementsEqual(h) } ?? false }) : conn.summaryHost == nil)
+        let k: Int
+        if same {
+            k = conn.summaryIndex
+        } else {
+            var e = HTTP1Framed.exchange(counted: c)
+            e.detailed = false
+            k = summarySlot(e, conn: conn, tls: tls)
+            conn.summaryMethod = c.withMethod { Array($0) }
+            conn.summaryHost = c.hasHost ? c.withHost { Array($0) } : nil
+            conn.summaryRaw = (c.requestMinor, status, c.error, tls)
+        }
+        let endMono = c.responseEnd ?? c.requestEnd ?? c.requestStart
+        summaryEntries[k].add(failed: c.error != nil, requestBytes: c.requestBytes, responseBytes: c.responseBytes,
+                              durationUs: c.durationNs.map { $0 / 1000 }, ttfbUs: c.ttfbNs.map { $0 / 1000 }, endMono: endMono)
     }
 
     // The index in summaryEntries of the summary `ex` counts in, created if new.
@@ -449,7 +496,7 @@ public final class Aggregator {
            (close?.bytes_in ?? 0) == 0, (close?.bytes_out ?? 0) == 0 {
             return
         }
-        begin("connection", mono: closeMono, tid: tid)
+        begin(.connection, mono: closeMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("fd", Int(ev.fd))
         line.field("transport", Aggregator.transportName(UInt8(transport)))
@@ -535,7 +582,7 @@ public final class Aggregator {
         let phase = close?.err_phase ?? (error != 0 ? UInt8(WJ_ERR_CONNECT) : 0)
         line.field("error_phase", error == 0 ? nil : phase == UInt8(WJ_ERR_TLS) ? "tls" : phase == UInt8(WJ_ERR_IO) ? "io" : "connect")
         line.field("open_at_exit", atExit)
-        finishRecord("connection")
+        finishRecord(.connection)
     }
 }
 

@@ -2,11 +2,60 @@
 // request and per response, paired by their exchange index (each direction counts its own
 // messages, so which thread's event comes first does not matter), plus the header blocks of
 // detailed exchanges and a STOP when the stream is not parsed further. The output is the same
-// HTTPExchange the Swift parser (HTTP1Stream, the oracle of the differential tests) produces.
+// HTTPExchange the Swift parser (HTTP1Stream, the oracle of the differential tests) produces,
+// built only for detailed exchanges: a counted-only one goes out as its two messages, so that
+// its summary costs no String and no allocation.
 import CWedjatCommon
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// A counted-only exchange: its two messages (valid during the callback), and its error.
+public struct CountedExchange {
+    public let request: UnsafePointer<wj_h1_msg>
+    public let response: UnsafePointer<wj_h1_msg>?   // nil when no response was seen
+    public let error: String?
+
+    @inline(__always) private static func has(_ m: UnsafePointer<wj_h1_msg>, _ flag: Int32) -> Bool {
+        (Int32(m.pointee.flags) & flag) != 0
+    }
+    public var hasHost: Bool { CountedExchange.has(request, Int32(WJ_H1_M_HOST_TARGET) | Int32(WJ_H1_M_HOST_FIELD)) }
+    public var requestMinor: UInt8 { request.pointee.minor }
+    public var status: Int? {
+        guard let r = response, CountedExchange.has(r, Int32(WJ_H1_M_HEADERS)) else { return nil }
+        return Int(r.pointee.status)
+    }
+    public var requestStart: UInt64 { request.pointee.t_first }
+    public var requestEnd: UInt64? { CountedExchange.has(request, Int32(WJ_H1_M_ENDED)) ? request.pointee.t_end : nil }
+    public var responseStart: UInt64? { response?.pointee.t_first }
+    public var responseEnd: UInt64? {
+        guard let r = response, CountedExchange.has(r, Int32(WJ_H1_M_ENDED)) else { return nil }
+        return r.pointee.t_end
+    }
+    public var requestBytes: UInt64 {
+        (CountedExchange.has(request, Int32(WJ_H1_M_HEADERS)) ? request.pointee.header_bytes : 0)
+            + (CountedExchange.has(request, Int32(WJ_H1_M_ENDED)) ? request.pointee.body_bytes : 0)
+    }
+    public var responseBytes: UInt64 {
+        guard let r = response else { return 0 }
+        return r.pointee.header_bytes + (CountedExchange.has(r, Int32(WJ_H1_M_ENDED)) ? r.pointee.body_bytes : 0)
+    }
+    /// The method and host bytes, for comparing without building Strings.
+    public func withMethod<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withUnsafeBytes(of: request.pointee.method) { body(UnsafeRawBufferPointer(rebasing: $0.prefix(Int(request.pointee.method_len)))) }
+    }
+    public func withHost<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withUnsafeBytes(of: request.pointee.host) { body(UnsafeRawBufferPointer(rebasing: $0.prefix(Int(request.pointee.host_len)))) }
+    }
+    public var ttfbNs: UInt64? {
+        guard let s = responseStart, s >= requestStart else { return nil }
+        return s - requestStart
+    }
+    public var durationNs: UInt64? {
+        guard let e = responseEnd, e >= requestStart else { return nil }
+        return e - requestStart
+    }
+}
 
 public final class HTTP1Framed {
     public let role: HTTPRole
@@ -16,140 +65,100 @@ public final class HTTP1Framed {
     public private(set) var stateAtFinish: HTTP1State?
     /// Requests whose request line was seen (exchanges started).
     public private(set) var requestCount = 0
-    /// Message events that came after the stream stopped, or for an exchange already out.
+    /// Message events that came after the stream stopped, or too far ahead to be kept.
     public private(set) var lateMessages = 0
 
-    private var exs: [Slot] = []     // exs[0] is exchange `base`
-    private var base = 0
-    private var completed: [HTTPExchange] = []
-
+    // Exchanges not yet out, in a ring: slot (seq & mask) holds exchange seq, base <= seq <
+    // base + span. Slots hold the C messages as they are (no reference counting).
     struct Slot {
-        var ex: HTTPExchange?        // set once its request message came
-        var response: HTTPExchange?  // response facts that came before the request's
-        var requestHead: [UInt8] = []
-        var responseHead: [UInt8] = []
-        var requestDone = false
-        var responseDone = false
+        var req = wj_h1_msg()
+        var resp = wj_h1_msg()
+        var haveReq = false, haveResp = false, reqDone = false, respDone = false
+        var readyAtStop = false      // complete, in order, when the STOP came: out without error
+        var error: String?
+        var reqHead: [UInt8] = []
+        var respHead: [UInt8] = []
     }
+    private var ring: UnsafeMutablePointer<Slot>
+    private var mask: Int
+    private var base = 0
+    private var span = 0                 // slots from base that may hold something
+    private var stopped: (newState: HTTP1State, current: Int, error: String?)?
+    static let maxPending = 4096
 
     public init(role: HTTPRole, redaction: HTTPRedaction = .init()) {
         self.role = role
         self.redaction = redaction
+        ring = .allocate(capacity: 4)
+        ring.initialize(repeating: Slot(), count: 4)
+        mask = 3
     }
 
-    private func slot(_ seq: UInt32) -> Int? {
+    deinit {
+        ring.deinitialize(count: mask + 1)
+        ring.deallocate()
+    }
+
+    public var pendingCount: Int { span }
+
+    private func slot(_ seq: UInt32) -> UnsafeMutablePointer<Slot>? {
         let k = Int(seq) - base
-        guard k >= 0 else { return nil }
-        if k >= exs.count {
-            guard k < exs.count + 4096 else { return nil }
-            exs.append(contentsOf: repeatElement(Slot(), count: k - exs.count + 1))
+        guard k >= 0, k < HTTP1Framed.maxPending else { return nil }
+        if k > mask { grow(k + 1) }
+        if k >= span { span = k + 1 }
+        return ring + (Int(seq) & mask)
+    }
+
+    private func grow(_ need: Int) {
+        var cap = (mask + 1) * 2
+        while cap < need { cap *= 2 }
+        let fresh = UnsafeMutablePointer<Slot>.allocate(capacity: cap)
+        fresh.initialize(repeating: Slot(), count: cap)
+        for i in 0..<span {
+            let seq = base + i
+            swap(&fresh[seq & (cap - 1)], &ring[seq & mask])
         }
-        return k
+        ring.deinitialize(count: mask + 1)
+        ring.deallocate()
+        ring = fresh
+        mask = cap - 1
     }
 
     /// Header-block bytes of a detailed exchange's message, in stream order.
     public func head(isRequest: Bool, seq: UInt32, bytes: UnsafeRawBufferPointer) {
-        guard let k = slot(seq) else { return }
-        if isRequest { exs[k].requestHead.append(contentsOf: bytes) } else { exs[k].responseHead.append(contentsOf: bytes) }
+        guard let s = slot(seq) else { return }
+        if isRequest { s.pointee.reqHead.append(contentsOf: bytes) } else { s.pointee.respHead.append(contentsOf: bytes) }
     }
 
+    @inline(__always) private static func has(_ m: wj_h1_msg, _ flag: Int32) -> Bool { (Int32(m.flags) & flag) != 0 }
+
+    /// A message event. Exchanges that are complete (or cut by a STOP) go out through the
+    /// drain that follows.
     public func message(_ m: UnsafePointer<wj_h1_msg>) {
         switch Int32(m.pointee.kind) {
-        case Int32(WJ_H1_REQUEST): request(m)
-        case Int32(WJ_H1_RESPONSE): response(m)
-        case Int32(WJ_H1_STOP): stop(m)
-        default: break
+        case Int32(WJ_H1_REQUEST):
+            guard state == .http || state == .detecting, let s = slot(m.pointee.seq) else { lateMessages += 1; return }
+            if state == .detecting { state = .http }
+            s.pointee.req = m.pointee
+            s.pointee.haveReq = true
+            if HTTP1Framed.has(m.pointee, Int32(WJ_H1_M_ENDED)) { s.pointee.reqDone = true }
+            requestCount = max(requestCount, Int(m.pointee.seq) + 1)
+        case Int32(WJ_H1_RESPONSE):
+            guard state == .http || state == .detecting, let s = slot(m.pointee.seq) else { lateMessages += 1; return }
+            s.pointee.resp = m.pointee
+            s.pointee.haveResp = true
+            if HTTP1Framed.has(m.pointee, Int32(WJ_H1_M_ENDED)) { s.pointee.respDone = true }
+            // As the Swift parser: a tunnel ends the request side too.
+            if HTTP1Framed.has(m.pointee, Int32(WJ_H1_M_UPGRADED)) { s.pointee.reqDone = true }
+        case Int32(WJ_H1_STOP):
+            stop(m)
+        default:
+            break
         }
-    }
-
-    @inline(__always) private func has(_ m: UnsafePointer<wj_h1_msg>, _ flag: Int32) -> Bool {
-        (Int32(m.pointee.flags) & flag) != 0
-    }
-
-    private static func text<T>(_ tuple: inout T, _ len: Int) -> String {
-        withUnsafeBytes(of: &tuple) { String(decoding: $0.prefix(len), as: UTF8.self) }
-    }
-
-    private func request(_ m: UnsafePointer<wj_h1_msg>) {
-        guard state == .http || state == .detecting, let k = slot(m.pointee.seq) else { lateMessages += 1; return }
-        if state == .detecting { state = .http }
-        var msg = m.pointee
-        let method = HTTP1Framed.text(&msg.method, Int(msg.method_len))
-        let detailed = has(m, Int32(WJ_H1_M_DETAILED))
-        var e = HTTPExchange(index: Int(msg.seq), method: method, path: "", version: msg.minor == 0 ? "HTTP/1.0" : "HTTP/1.1")
-        e.detailed = detailed
-        if has(m, Int32(WJ_H1_M_HOST_TARGET) | Int32(WJ_H1_M_HOST_FIELD)) {
-            e.host = HTTP1Framed.text(&msg.host, Int(msg.host_len))
-        }
-        e.isHead = has(m, Int32(WJ_H1_M_HEAD))
-        e.isConnect = has(m, Int32(WJ_H1_M_CONNECT))
-        e.requestStart = msg.t_first
-        if has(m, Int32(WJ_H1_M_HEADERS)) { e.requestHeaderBytes = msg.header_bytes }
-        if has(m, Int32(WJ_H1_M_ENDED)) {
-            e.requestEnd = msg.t_end
-            e.requestBodyBytes = msg.body_bytes
-            exs[k].requestDone = true
-        }
-        if detailed {
-            exs[k].requestHead.withUnsafeBufferPointer { parseHead($0, isRequest: true, into: &e) }
-            exs[k].requestHead = []
-        }
-        if let r = exs[k].response { merge(response: r, into: &e) }
-        exs[k].response = nil
-        exs[k].ex = e
-        requestCount = max(requestCount, Int(msg.seq) + 1)
-        emitReady()
-    }
-
-    private func response(_ m: UnsafePointer<wj_h1_msg>) {
-        guard state == .http || state == .detecting, let k = slot(m.pointee.seq) else { lateMessages += 1; return }
-        let msg = m.pointee
-        var r = HTTPExchange(index: Int(msg.seq), method: "", path: "", version: "")
-        r.responseStart = msg.t_first
-        r.responseHeaderBytes = msg.header_bytes
-        r.interim = Int(msg.interim)
-        if has(m, Int32(WJ_H1_M_HEADERS)) {
-            r.status = Int(msg.status)
-            r.responseVersion = msg.minor == 0 ? "HTTP/1.0" : "HTTP/1.1"
-        }
-        if has(m, Int32(WJ_H1_M_ENDED)) {
-            r.responseEnd = msg.t_end
-            r.responseBodyBytes = msg.body_bytes
-            r.complete = true
-            exs[k].responseDone = true
-        }
-        if has(m, Int32(WJ_H1_M_UPGRADED)) {
-            r.upgraded = true
-            exs[k].requestDone = true   // as the Swift parser: the tunnel ends the request side too
-        }
-        if has(m, Int32(WJ_H1_M_DETAILED)), !exs[k].responseHead.isEmpty {
-            exs[k].responseHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &r) }
-            exs[k].responseHead = []
-        }
-        if var e = exs[k].ex {
-            merge(response: r, into: &e)
-            exs[k].ex = e
-        } else {
-            exs[k].response = r
-        }
-        emitReady()
-    }
-
-    private func merge(response r: HTTPExchange, into e: inout HTTPExchange) {
-        e.responseStart = r.responseStart
-        e.responseHeaderBytes = r.responseHeaderBytes
-        e.interim = r.interim
-        e.status = r.status
-        e.responseVersion = r.responseVersion
-        e.responseEnd = r.responseEnd
-        e.responseBodyBytes = r.responseBodyBytes
-        e.complete = r.complete
-        e.upgraded = r.upgraded
-        if e.detailed { e.headers.append(contentsOf: r.headers) }
     }
 
     private func stop(_ m: UnsafePointer<wj_h1_msg>) {
-        if has(m, Int32(WJ_H1_M_FINISH)), stateAtFinish == nil { stateAtFinish = state }
+        if HTTP1Framed.has(m.pointee, Int32(WJ_H1_M_FINISH)), stateAtFinish == nil { stateAtFinish = state }
         guard state == .http || state == .detecting else { return }
         let newState: HTTP1State
         switch Int32(m.pointee.state) {
@@ -158,7 +167,6 @@ public final class HTTP1Framed {
         case Int32(WJ_H1_CLOSED): newState = .closed
         default: newState = .desynced
         }
-        let current = m.pointee.seq == UInt32.max ? -1 : Int(m.pointee.seq)
         let error: String?
         switch Int32(m.pointee.error) {
         case Int32(WJ_H1_ERR_INCOMPLETE): error = "incomplete"
@@ -167,43 +175,139 @@ public final class HTTP1Framed {
         default: error = nil
         }
         state = newState
-        let other = newState == .closed ? "incomplete" : "desync"
-        for k in exs.indices {
-            guard var e = exs[k].ex else { continue }   // no request seen: not an exchange
-            if e.error == nil { e.error = (base + k == current ? error : nil) ?? other }
-            completed.append(e)
+        stopped = (newState, m.pointee.seq == UInt32.max ? -1 : Int(m.pointee.seq), error)
+        // What the Swift parser had already emitted (the complete ones in request order) keeps
+        // no error.
+        var i = 0
+        while i < span {
+            let s = ring + ((base + i) & mask)
+            guard s.pointee.haveReq && s.pointee.reqDone && s.pointee.respDone else { break }
+            s.pointee.readyAtStop = true
+            i += 1
         }
-        exs.removeAll()
-        base = requestCount
     }
 
-    /// Exchanges whose request and response are both done go out, in request order.
-    private func emitReady() {
-        var n = 0
-        while n < exs.count, exs[n].requestDone, exs[n].responseDone, exs[n].ex != nil { n += 1 }
-        guard n > 0 else { return }
-        for i in 0..<n { completed.append(exs[i].ex!) }
-        exs.removeFirst(n)
-        base += n
+    /// Hands out every exchange that is ready, in request order: detailed ones as HTTPExchange
+    /// values, counted-only ones as their messages.
+    public func drain(detailed: (HTTPExchange) -> Void, counted: (CountedExchange) -> Void) {
+        while span > 0 {
+            let s = ring + (base & mask)
+            let ready = s.pointee.haveReq && s.pointee.reqDone && s.pointee.respDone
+            if !ready && stopped == nil { return }
+            if s.pointee.haveReq {
+                // As the Swift parser's stop(): every exchange still held gets an error, the
+                // one it was for (current) the STOP's, the others desync (incomplete at a close).
+                if let stop = stopped, s.pointee.error == nil, !s.pointee.readyAtStop {
+                    let other = stop.newState == .closed ? "incomplete" : "desync"
+                    s.pointee.error = (base == stop.current ? stop.error : nil) ?? other
+                }
+                emit(s, detailed: detailed, counted: counted)
+            }
+            s.pointee = Slot()
+            base += 1
+            span -= 1
+        }
+        if stopped != nil { base = requestCount }
     }
 
-    public func drainCompleted(_ body: (HTTPExchange) -> Void) {
-        guard !completed.isEmpty else { return }
-        var out: [HTTPExchange] = []
-        swap(&out, &completed)
-        for i in out.indices { body(out[i]) }
-        out.removeAll(keepingCapacity: true)
-        swap(&out, &completed)
+    private func emit(_ s: UnsafeMutablePointer<Slot>, detailed: (HTTPExchange) -> Void, counted: (CountedExchange) -> Void) {
+        if HTTP1Framed.has(s.pointee.req, Int32(WJ_H1_M_DETAILED)) {
+            detailed(exchange(s))
+        } else {
+            withUnsafePointer(to: &s.pointee.req) { req in
+                if s.pointee.haveResp {
+                    withUnsafePointer(to: &s.pointee.resp) { resp in
+                        counted(CountedExchange(request: req, response: resp, error: s.pointee.error))
+                    }
+                } else {
+                    counted(CountedExchange(request: req, response: nil, error: s.pointee.error))
+                }
+            }
+        }
     }
 
+    private static func text<T>(_ tuple: T, _ len: Int) -> String {
+        withUnsafeBytes(of: tuple) { String(decoding: $0.prefix(len), as: UTF8.self) }
+    }
+
+    /// The exchange as the Swift parser reports it.
+    private func exchange(_ s: UnsafeMutablePointer<Slot>) -> HTTPExchange {
+        let q = s.pointee.req
+        let detailed = HTTP1Framed.has(q, Int32(WJ_H1_M_DETAILED))
+        var e = HTTPExchange(index: Int(q.seq), method: HTTP1Framed.text(q.method, Int(q.method_len)), path: "",
+                             version: q.minor == 0 ? "HTTP/1.0" : "HTTP/1.1")
+        e.detailed = detailed
+        if HTTP1Framed.has(q, Int32(WJ_H1_M_HOST_TARGET) | Int32(WJ_H1_M_HOST_FIELD)) {
+            e.host = HTTP1Framed.text(q.host, Int(q.host_len))
+        }
+        e.isHead = HTTP1Framed.has(q, Int32(WJ_H1_M_HEAD))
+        e.isConnect = HTTP1Framed.has(q, Int32(WJ_H1_M_CONNECT))
+        e.requestStart = q.t_first
+        if HTTP1Framed.has(q, Int32(WJ_H1_M_HEADERS)) { e.requestHeaderBytes = q.header_bytes }
+        if HTTP1Framed.has(q, Int32(WJ_H1_M_ENDED)) {
+            e.requestEnd = q.t_end
+            e.requestBodyBytes = q.body_bytes
+        }
+        if detailed { s.pointee.reqHead.withUnsafeBufferPointer { parseHead($0, isRequest: true, into: &e) } }
+        if s.pointee.haveResp {
+            let r = s.pointee.resp
+            e.responseStart = r.t_first
+            e.responseHeaderBytes = r.header_bytes
+            e.interim = Int(r.interim)
+            if HTTP1Framed.has(r, Int32(WJ_H1_M_HEADERS)) {
+                e.status = Int(r.status)
+                e.responseVersion = r.minor == 0 ? "HTTP/1.0" : "HTTP/1.1"
+            }
+            if HTTP1Framed.has(r, Int32(WJ_H1_M_ENDED)) {
+                e.responseEnd = r.t_end
+                e.responseBodyBytes = r.body_bytes
+                e.complete = true
+            }
+            if HTTP1Framed.has(r, Int32(WJ_H1_M_UPGRADED)) { e.upgraded = true }
+            if detailed { s.pointee.respHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &e) } }
+        }
+        e.error = s.pointee.error
+        return e
+    }
+
+    /// Every ready exchange as an HTTPExchange (tests and tools; counted-only ones too).
     public func takeCompleted() -> [HTTPExchange] {
         var out: [HTTPExchange] = []
-        swap(&out, &completed)
+        drain(detailed: { out.append($0) }, counted: { c in out.append(HTTP1Framed.exchange(counted: c)) })
         return out
     }
 
-    /// Exchanges started and not yet out.
-    public var pendingCount: Int { exs.count }
+    static func exchange(counted c: CountedExchange) -> HTTPExchange {
+        let q = c.request.pointee
+        var e = HTTPExchange(index: Int(q.seq), method: text(q.method, Int(q.method_len)), path: "",
+                             version: q.minor == 0 ? "HTTP/1.0" : "HTTP/1.1")
+        e.detailed = false
+        if c.hasHost { e.host = text(q.host, Int(q.host_len)) }
+        e.requestStart = q.t_first
+        if has(q, Int32(WJ_H1_M_HEADERS)) { e.requestHeaderBytes = q.header_bytes }
+        if has(q, Int32(WJ_H1_M_ENDED)) {
+            e.requestEnd = q.t_end
+            e.requestBodyBytes = q.body_bytes
+        }
+        if let rp = c.response {
+            let r = rp.pointee
+            e.responseStart = r.t_first
+            e.responseHeaderBytes = r.header_bytes
+            e.interim = Int(r.interim)
+            if has(r, Int32(WJ_H1_M_HEADERS)) {
+                e.status = Int(r.status)
+                e.responseVersion = r.minor == 0 ? "HTTP/1.0" : "HTTP/1.1"
+            }
+            if has(r, Int32(WJ_H1_M_ENDED)) {
+                e.responseEnd = r.t_end
+                e.responseBodyBytes = r.body_bytes
+                e.complete = true
+            }
+            if has(r, Int32(WJ_H1_M_UPGRADED)) { e.upgraded = true }
+        }
+        e.error = c.error
+        return e
+    }
 
     // The detail of a detailed message from its header block: the request target (redacted)
     // and the allowlisted fields, exactly as HTTP1Dir.headerLine keeps them. Every head of a
