@@ -13,6 +13,7 @@ enum {  // wj_h1_side.phase
 };
 
 #define NO_EXCHANGE UINT32_MAX
+#define WJ_H1_UNLIKELY_DETECTING(h) __builtin_expect(state_of(h) == WJ_H1_DETECTING, 0)
 
 typedef struct {
     wj_h1 *h;
@@ -226,6 +227,7 @@ void wj_h1_init(wj_h1 *h, int client) {
     h->client = (uint8_t)client;
     atomic_store_explicit(&h->resume, 0, memory_order_relaxed);
     atomic_store_explicit(&h->stop_said, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->why, WJ_H1_WHY_OTHER, memory_order_relaxed);
     atomic_store_explicit(&h->announced, 0, memory_order_relaxed);
     for (int i = 0; i < WJ_H1_FACTS; i++) atomic_store_explicit(&h->facts[i], 0, memory_order_relaxed);
     side_init(&h->req, 1);
@@ -270,8 +272,20 @@ static void stop(const ctx *c, wj_h1_side *self, uint8_t new_state, uint8_t erro
     m.error = error;
     m.seq = current;
     m.flags = flags;
+    m.why = atomic_load_explicit(&h->why, memory_order_relaxed);
+    // Where decoding stopped, each direction: the failing side at the line it could not take.
+    m.header_bytes = self == &h->req && h->req.line_at < h->req.pos ? h->req.line_at : h->req.pos;
+    m.body_bytes = self == &h->resp && h->resp.line_at < h->resp.pos ? h->resp.line_at : h->resp.pos;
     atomic_store_explicit(&h->stop_said, 1, memory_order_release);
     emit(c, &m);
+}
+
+// The first bytes of a stream still being detected: what they look like, if not HTTP/1.
+static void classify(wj_h1 *h, const uint8_t *q, size_t n) {
+    uint8_t why = WJ_H1_WHY_OTHER;
+    if (n >= 1 && q[0] == 0x16 && (n < 2 || q[1] == 0x03)) why = WJ_H1_WHY_TLS;
+    else if (n >= 3 && q[0] == 'P' && q[1] == 'R' && q[2] == 'I') why = WJ_H1_WHY_HTTP2;
+    atomic_store_explicit(&h->why, why, memory_order_relaxed);
 }
 
 static void fail(const ctx *c, wj_h1_side *s, uint8_t error, uint32_t current) {
@@ -805,6 +819,7 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
             s->msg_start_mono = mono;
         }
         if (s->phase == PH_START && s->line_len == 0 && q[0] != '\r' && q[0] != '\n') {
+            if (WJ_H1_UNLIKELY_DETECTING(c->h)) classify(c->h, q, rest);
             // Cheap early rejection (non-HTTP traffic) before looking for the line's end.
             size_t m = rest < 32 ? rest : 32;
             if (!prefix_ok(s->is_request, q, m)) {
@@ -828,6 +843,7 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
         }
         size_t n = (size_t)(nl - q);
         uint64_t total = (uint64_t)s->line_len + n + 1;
+        s->line_at = s->line_len ? s->pos - s->line_len : offset + i;
         if ((uint64_t)s->block_bytes + total > WJ_H1_MAX_HEADER) {
             too_large(c, s);
             return 0;
@@ -864,6 +880,7 @@ static void side_feed(const ctx *c, wj_h1_side *s, uint64_t offset, const uint8_
     }
     uint64_t io_end = io_end_in > cap_end ? io_end_in : cap_end;
     s->seg_io_end = io_end;
+    s->line_at = UINT64_MAX;
     while (live(h)) {
         switch (s->phase) {
         case PH_BODY:
@@ -927,6 +944,7 @@ void wj_h1_feed(wj_h1 *h, const wj_h1_sink *sink, int out, uint64_t offset, cons
             side_feed(&c, s, offset, p, n, io_end, mono);
         } else if (state_of(h) == WJ_H1_DETECTING) {
             // Bytes towards the client before any request: a server-speaks-first protocol.
+            if (p && n) classify(h, p, n);
             if (n > 0 || io_end > 0) stop(&c, s, WJ_H1_NOT_HTTP, WJ_H1_ERR_NONE, NO_EXCHANGE, 0);
         } else {
             side_feed(&c, s, offset, p, n, io_end, mono);

@@ -47,7 +47,6 @@ final class OpenConnection {
     var summaryMethod: [UInt8] = []
     var summaryHost: [UInt8]? = nil
     var summaryRaw: (minor: UInt8, status: Int?, error: String?, tls: Bool) = (0, nil, nil, false)
-    var stateBeforeFinish: HTTP1State?
     init(event: wj_event, host: ResolvedNames.Match?) {
         self.event = event
         self.host = host
@@ -204,8 +203,6 @@ public final class Aggregator {
     // The connection ended. Its framers handed over everything before its close event (or, at
     // the image's end, before this flush): what is left is its state, for http_none.
     private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
-        let f = conn.plain ?? conn.raw
-        conn.stateBeforeFinish = f.map { $0.stateAtFinish ?? $0.state }
         for (framed, tls) in [(conn.raw, false), (conn.plain, true)] {
             framed?.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
                           counted: { counted($0, conn: conn, tls: tls) })
@@ -548,20 +545,15 @@ public final class Aggregator {
         line.field("bytes_out", close?.bytes_out ?? 0)
         if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 {
             line.field("http_requests", requests)
-            if requests == 0, let conn = httpConn {
-                // Why there is none: no byte moved, not HTTP, or a gap in needed bytes.
-                let tls = close.map { $0.t_tls_start != 0 } ?? false
-                let moved = tls ? (close?.plain_in ?? 0) + (close?.plain_out ?? 0) : (close?.bytes_in ?? 0) + (close?.bytes_out ?? 0)
-                let why: String
-                switch conn.stateBeforeFinish {
-                case _ where moved == 0 && conn.messages == 0: why = "no_bytes"
-                case nil: why = "no_parser"
-                case .notHTTP?: why = "not_http"
-                case .desynced?: why = "desync"
-                case .detecting?: why = "incomplete"
-                default: why = "none"
-                }
-                line.field("http_none", why)
+            let (reason, inBytes, outBytes) = undecoded(httpConn, close: close, requests: requests)
+            if requests == 0 { line.field("http_none", reason) }
+            if inBytes + outBytes > 0, let reason {
+                line.key("http_undecoded")
+                line.beginObject()
+                line.field("reason", reason)
+                line.field("bytes_in", inBytes)
+                line.field("bytes_out", outBytes)
+                line.endObject()
             }
         }
         if phases.hasTCPInfo {
@@ -583,6 +575,47 @@ public final class Aggregator {
         line.field("error_phase", error == 0 ? nil : phase == UInt8(WJ_ERR_TLS) ? "tls" : phase == UInt8(WJ_ERR_IO) ? "io" : "connect")
         line.field("open_at_exit", atExit)
         finishRecord(.connection)
+    }
+}
+
+extension Aggregator {
+    /// Why (part of) an HTTP-eligible connection was not decoded, and how many of its bytes in
+    /// each direction were not: the HTTP stream is the TLS plaintext when a TLS library was
+    /// hooked, else the raw bytes; decoding stopped where the framer's last STOP says.
+    func undecoded(_ conn: OpenConnection?, close: wj_event?, requests: Int) -> (String?, UInt64, UInt64) {
+        let tlsPlain = conn?.plain != nil
+        let totalIn = tlsPlain ? (close?.plain_in ?? 0) : (close?.bytes_in ?? 0)
+        let totalOut = tlsPlain ? (close?.plain_out ?? 0) : (close?.bytes_out ?? 0)
+        var alpn = ""
+        if var c = close { alpn = withUnsafeBytes(of: &c.alpn) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) } }
+        guard let conn, let f = conn.plain ?? conn.raw else {
+            if totalIn + totalOut == 0 { return ("no_bytes", 0, 0) }
+            return (alpn == "h2" ? "http2" : "no_parser", totalIn, totalOut)
+        }
+        let state = f.stateAtFinish ?? f.state
+        if totalIn + totalOut == 0 && requests == 0 && conn.messages <= 1 { return ("no_bytes", 0, 0) }
+        let reason: String
+        switch state {
+        case .notHTTP:
+            switch f.firstBytes {
+            case Int32(WJ_H1_WHY_TLS): reason = "tls_not_hooked"
+            case Int32(WJ_H1_WHY_HTTP2): reason = "http2"
+            default: reason = "not_http"
+            }
+        case .desynced: reason = f.stopError == "parse" ? "parse" : "desync"
+        case .tunnel: reason = "tunnel"
+        case .detecting: reason = "incomplete"
+        default: reason = requests == 0 ? "incomplete" : "none"
+        }
+        let why = alpn == "h2" && requests == 0 ? "http2" : reason
+        // Bytes past where decoding stopped (a stream that ran to its end has none).
+        guard let stopAt = f.stopOffsets, state != .http, state != .closed else {
+            return (why, 0, 0)
+        }
+        let client = f.role == .client
+        let outDone = client ? stopAt.request : stopAt.response
+        let inDone = client ? stopAt.response : stopAt.request
+        return (why, totalIn > inDone ? totalIn - inDone : 0, totalOut > outDone ? totalOut - outDone : 0)
     }
 }
 

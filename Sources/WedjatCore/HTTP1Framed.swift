@@ -67,6 +67,11 @@ public final class HTTP1Framed {
     public private(set) var requestCount = 0
     /// Message events that came after the stream stopped, or too far ahead to be kept.
     public private(set) var lateMessages = 0
+    /// Where decoding stopped (the last STOP's stream offsets, request and response side), and
+    /// why: what the first bytes looked like (WJ_H1_WHY_*), the error of the stop.
+    public private(set) var stopOffsets: (request: UInt64, response: UInt64)?
+    public private(set) var firstBytes: Int32 = Int32(WJ_H1_WHY_OTHER)
+    public private(set) var stopError: String?
 
     // Exchanges not yet out, in a ring: slot (seq & mask) holds exchange seq, base <= seq <
     // base + span. Slots hold the C messages as they are (no reference counting).
@@ -160,6 +165,8 @@ public final class HTTP1Framed {
     private func stop(_ m: UnsafePointer<wj_h1_msg>) {
         if HTTP1Framed.has(m.pointee, Int32(WJ_H1_M_FINISH)), stateAtFinish == nil { stateAtFinish = state }
         guard state == .http || state == .detecting else { return }
+        stopOffsets = (m.pointee.header_bytes, m.pointee.body_bytes)
+        firstBytes = Int32(m.pointee.why)
         let newState: HTTP1State
         switch Int32(m.pointee.state) {
         case Int32(WJ_H1_NOT_HTTP): newState = .notHTTP
@@ -175,6 +182,7 @@ public final class HTTP1Framed {
         default: error = nil
         }
         state = newState
+        stopError = error
         stopped = (newState, m.pointee.seq == UInt32.max ? -1 : Int(m.pointee.seq), error)
         // What the Swift parser had already emitted (the complete ones in request order) keeps
         // no error.

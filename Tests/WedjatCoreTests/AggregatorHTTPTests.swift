@@ -230,6 +230,40 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertEqual(lines.filter { $0["type"] as? String == "http" }.count, 0)
     }
 
+    /// Every connection with bytes and no decoded exchange says why; one that stopped decoding
+    /// partway says how many bytes were left undecoded.
+    func testConnectionsSayWhyTheyWereNotDecoded() {
+        let agg = makeAggregator()
+        func run(_ id: UInt64, _ out: [UInt8], _ inBytes: [UInt8] = []) {
+            agg.handle(open(id, at: 1_001_000_000))
+            feeder.feed(id: id, out: true, offset: 0, out, at: 1_002_000_000, plain: false)
+            if !inBytes.isEmpty { feeder.feed(id: id, out: false, offset: 0, inBytes, at: 1_003_000_000, plain: false) }
+            var c = close(id, at: 1_004_000_000)
+            c.bytes_out = UInt64(out.count)
+            c.bytes_in = UInt64(inBytes.count)
+            agg.handle(c)
+        }
+        run(1, [0x16, 0x03, 0x01, 0x02, 0x00, 0x01], [0x16, 0x03, 0x03])     // TLS no hook saw
+        run(2, Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))             // HTTP/2 prior knowledge
+        run(3, Array("*1\r\n$4\r\nPING\r\n".utf8), Array("+PONG\r\n".utf8))  // redis
+        let req = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n", garbage = "GET /b HTTP/1.1\r\nno colon here\r\n\r\n"
+        run(4, Array((req + garbage).utf8), Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8))
+        agg.flush(final: false, endMono: 1_005_000_000, tid: 0, openCounters: { _, _ in nil })
+        let conns = Dictionary(uniqueKeysWithValues: lines.filter { $0["type"] as? String == "connection" }
+            .map { ($0["conn_id"] as! Int, $0) })
+        XCTAssertEqual(conns[1]?["http_none"] as? String, "tls_not_hooked")
+        XCTAssertEqual((conns[1]?["http_undecoded"] as? [String: Any])?["bytes_out"] as? Int, 6)
+        XCTAssertEqual((conns[1]?["http_undecoded"] as? [String: Any])?["bytes_in"] as? Int, 3)
+        XCTAssertEqual(conns[2]?["http_none"] as? String, "http2")
+        XCTAssertEqual(conns[3]?["http_none"] as? String, "not_http")
+        XCTAssertEqual((conns[3]?["http_undecoded"] as? [String: Any])?["bytes_in"] as? Int, 7)
+        XCTAssertEqual(conns[4]?["http_requests"] as? Int, 2, "the good exchange and the one cut by the parse error")
+        XCTAssertNil(conns[4]?["http_none"])
+        let u4 = conns[4]?["http_undecoded"] as? [String: Any]
+        XCTAssertEqual(u4?["reason"] as? String, "parse")
+        XCTAssertEqual(u4?["bytes_out"] as? Int, garbage.utf8.count - 17, "from the bad field on")
+    }
+
     func testTLSPlaintextIsParsedSeparatelyAndMarkedHTTPS() {
         let agg = makeAggregator()
         agg.handle(open(3, at: 1_001_000_000))

@@ -51,6 +51,10 @@ enum {  // wj_h1.state
 
 enum { WJ_H1_ERR_NONE = 0, WJ_H1_ERR_INCOMPLETE = 1, WJ_H1_ERR_DESYNC = 2, WJ_H1_ERR_PARSE = 3 };
 
+// What the first bytes of a stream that is not HTTP/1 look like.
+enum { WJ_H1_WHY_OTHER = 0, WJ_H1_WHY_TLS = 1 /* a TLS record: 0x16 0x03 */,
+       WJ_H1_WHY_HTTP2 = 2 /* the HTTP/2 connection preface */ };
+
 enum { WJ_H1_REQUEST = 1, WJ_H1_RESPONSE = 2, WJ_H1_STOP = 3 };  // wj_h1_msg.kind
 
 enum {  // wj_h1_msg.flags
@@ -79,13 +83,16 @@ typedef struct wj_h1_msg {
                             // error is for, or UINT32_MAX for none
     uint8_t state;          // STOP: the stream's new state (WJ_H1_*)
     uint8_t error;          // STOP: WJ_H1_ERR_* for `seq`
+    uint8_t why;            // STOP to NOT_HTTP: what the first bytes look like (WJ_H1_WHY_*)
     uint8_t method_len;
     uint8_t host_len;       // 0 when no host is known
     uint64_t t_first;       // mono of the call that moved the message's first byte
                             // (response: the first byte of its first interim answer)
     uint64_t t_end;         // mono of the call that moved its last byte (WJ_H1_M_ENDED)
-    uint64_t header_bytes;  // start line + fields + empty line (response: 1xx heads included)
-    uint64_t body_bytes;    // bytes after the header block (chunked: framing included)
+    uint64_t header_bytes;  // start line + fields + empty line (response: 1xx heads included);
+                            // STOP: the request side's stream offset where decoding stopped
+    uint64_t body_bytes;    // bytes after the header block (chunked: framing included);
+                            // STOP: the response side's offset where decoding stopped
     char method[WJ_H1_METHOD_MAX];
     char host[WJ_H1_HOST_MAX];
 } wj_h1_msg;
@@ -126,6 +133,7 @@ typedef struct wj_h1_side {
     uint64_t close_max_io_end, close_last_mono;
     uint64_t seg_io_end;
     uint64_t head_given;     // bytes of the current header block given to sink->head
+    uint64_t line_at;        // stream offset where the line being handled began
     // A line that continues in a later call: its first bytes, its last bytes, its length, and
     // what a check of the whole line needs (bytes outside 33..126; the first non-token byte).
     uint32_t line_len;
@@ -142,6 +150,7 @@ typedef struct wj_h1 {
     uint8_t client;          // requests go out (the app is the client)
     _Atomic uint8_t resume;  // the response side answered a paused request without a tunnel
     _Atomic uint8_t stop_said;
+    _Atomic uint8_t why;     // WJ_H1_WHY_* of the first bytes seen while detecting
     _Atomic uint32_t announced;             // requests whose request line was seen
     _Atomic uint32_t facts[WJ_H1_FACTS];    // (seq << 8) | WJ_H1_FACT_*
     wj_h1_side req, resp;
