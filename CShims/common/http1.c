@@ -989,7 +989,7 @@ void wj_h1_announce(wj_h1 *h, const wj_h1_sink *sink, uint64_t offset, const uin
     if (state_of(h) == WJ_H1_DETECTING) atomic_store_explicit(&h->state, WJ_H1_HTTP, memory_order_release);
 }
 
-void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono) {
+void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono, int error) {
     ctx c = {h, sink};
     if (!live(h)) {
         hand_over_open(&c, &h->req);
@@ -999,7 +999,7 @@ void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono) {
     wj_h1_side *r = &h->resp;
     if (r->phase == PH_UNTIL_CLOSE) end_message(&c, r, r->close_max_io_end, r->close_seen ? r->close_last_mono : mono);
     if (state_of(h) == WJ_H1_DETECTING) stop(&c, &h->req, WJ_H1_NOT_HTTP, WJ_H1_ERR_NONE, NO_EXCHANGE, WJ_H1_M_FINISH);
-    else stop(&c, &h->req, WJ_H1_CLOSED, WJ_H1_ERR_INCOMPLETE, NO_EXCHANGE, WJ_H1_M_FINISH);
+    else stop(&c, &h->req, WJ_H1_CLOSED, (uint8_t)error, NO_EXCHANGE, WJ_H1_M_FINISH);
 }
 
 // ---------------------------------------------------------------- the record budget

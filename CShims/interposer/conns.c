@@ -20,6 +20,7 @@ _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
 uint64_t wj_fd_generation = 1;
 _Atomic int wj_connecting_count;
 static _Atomic uint64_t wj_conn_counter;
+_Atomic uint32_t wj_forks;
 uint64_t wj_untracked_fds;
 
 uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
@@ -115,11 +116,15 @@ static int end_conn(wj_conn *c, uint32_t slot, int fd, uint64_t now, wj_event *e
     memset(ev, 0, sizeof *ev);
     ev->conn_id = atomic_exchange(&c->conn_id, 0);
     if (!ev->conn_id) return 0;
+    // A connection a forked child inherited and never used: the parent's to report.
+    if (WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) return 0;
+    int forked = WJ_LOAD(c->fork_epoch) != atomic_load_explicit(&wj_forks, memory_order_relaxed);
     // What its framers hold goes first (their events carry this time: before the close's).
-    if (WJ_LOAD(c->http)) wj_framing_end(c, ev->conn_id, now);
+    if (WJ_LOAD(c->http)) wj_framing_end(c, ev->conn_id, now, forked);
     if (atomic_exchange(&c->connecting, 0)) atomic_fetch_sub(&wj_connecting_count, 1);
     atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
     ev->kind = WJ_EV_CONN_CLOSE;
+    if (forked) ev->flags |= WJ_CLOSE_FORKED;
     ev->fd = fd;
     ev->conn_slot = slot;
     ev->t_end = now;
@@ -168,6 +173,9 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->http, (uint8_t)(wj_proc.config.http && transport != WJ_TRANSPORT_UDP && role != WJ_ROLE_PAIR));
     WJ_STORE(c->watch, 0);
     WJ_STORE(c->slot, slot);
+    WJ_STORE(c->fork_epoch, atomic_load_explicit(&wj_forks, memory_order_relaxed));
+    WJ_STORE(c->base_in, 0);
+    WJ_STORE(c->base_out, 0);
     WJ_STORE(c->err, 0);
     WJ_STORE(c->err_phase, 0);
     WJ_STORE(c->epfd, -1);
@@ -230,14 +238,35 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
     }
 }
 
+void wj_conns_fork_parent(void) { atomic_fetch_add(&wj_forks, 1); }
+
 void wj_conns_forked(void) {
-    // Inherited sockets are the parent's: the child's table starts empty (it is the only
-    // thread now), and the slots they held count as free.
+    // The child is the only thread now. Its sockets are the parent's too: each connection an
+    // fd still refers to stays, in the new generation, marked inherited (the child reports it
+    // from its first use, as the parent's connection going on); a slot no fd refers to is free.
+    uint64_t old = wj_fd_generation++;
     for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
         _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
-        if (chunk) memset((void *)chunk, 0, WJ_FD_CHUNK * sizeof *chunk);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
+            uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
+            if (!ref) continue;
+            wj_conn *c = wj_ref_conn(ref);
+            uint64_t st = atomic_load_explicit(&c->state, memory_order_relaxed);
+            if ((st & 3) == WJ_SLOT_LIVE && (st >> 2) == wj_fd_generation) continue;   // another fd's
+            if ((st & 3) != WJ_SLOT_LIVE || (st >> 2) != old || !WJ_LOAD(c->conn_id)) {
+                atomic_store_explicit(&chunk[i], 0, memory_order_relaxed);
+                continue;
+            }
+            atomic_store_explicit(&c->state, (wj_fd_generation << 2) | WJ_SLOT_LIVE, memory_order_relaxed);
+            WJ_STORE(c->base_in, WJ_LOAD(c->bytes_in));
+            WJ_STORE(c->base_out, WJ_LOAD(c->bytes_out));
+            WJ_STORE(c->connecting, 0);
+            WJ_STORE(c->fork_epoch, atomic_load_explicit(&wj_forks, memory_order_relaxed));
+            atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
+            atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);
+        }
     }
-    wj_fd_generation++;
     atomic_store(&wj_connecting_count, 0);
 }
 

@@ -32,6 +32,8 @@ typedef struct wj_conn {
     _Atomic uint8_t http;        // an HTTP-eligible connection (WJ_OPEN_HTTP)
     _Atomic uint32_t watch;      // WJ_WATCH_*: what an I/O call must look at besides counting
     _Atomic uint32_t slot;       // its own index in the pool
+    _Atomic uint32_t fork_epoch; // wj_forks when it opened: a fork since means a child may have it
+    _Atomic uint64_t base_in, base_out;  // a child's inherited connection: the offsets it took over
     _Atomic uint8_t err_phase;
     _Atomic uint16_t tls_version;
     _Atomic int32_t err;         // first error: failed connect, I/O error, TLS failure
@@ -60,7 +62,8 @@ enum {
     WJ_WATCH_FRAME_RAW = 4,    // its raw bytes are framed (HTTP/1)
     WJ_WATCH_FRAME_PLAIN = 8,  // its TLS plaintext is framed
     WJ_WATCH_CLIENT = 16,      // the app is the client: its sends are announced first
-    WJ_WATCH_IO = WJ_WATCH_CONNECTING | WJ_WATCH_DNS53 | WJ_WATCH_FRAME_RAW,  // per raw I/O call
+    WJ_WATCH_INHERITED = 32,   // a forked child's connection from its parent, not used yet here
+    WJ_WATCH_IO = WJ_WATCH_CONNECTING | WJ_WATCH_DNS53 | WJ_WATCH_FRAME_RAW | WJ_WATCH_INHERITED,
 };
 
 #define WJ_LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -113,8 +116,12 @@ WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *bu
                           uint64_t start, uint64_t n, uint64_t now);
 
 WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
-// In a forked child: every connection it inherited is forgotten (the generation moves on).
+// In a forked child: the connections it inherited stay (a CGI child answers on its parent's
+// socket), marked WJ_WATCH_INHERITED until its first use of them; the pool's generation moves
+// on. In the parent, after a fork: connections open now may be used by the child.
 WJ_HIDDEN void wj_conns_forked(void);
+WJ_HIDDEN void wj_conns_fork_parent(void);
+WJ_HIDDEN extern _Atomic uint32_t wj_forks;
 WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table
 WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
 WJ_HIDDEN void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);

@@ -191,7 +191,7 @@ void wj_framing_feed(wj_conn *c, int stream, int dir, const void *buf, const str
     }
 }
 
-static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uint64_t now) {
+static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uint64_t now, int handed_off) {
     framer *f = framer_at(slot, stream, 0);
     uint64_t expected = conn_id;
     // Claimed by exchanging its id: one caller finishes it.
@@ -199,13 +199,13 @@ static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uin
     sink_ctx s = {c, conn_id, slot, stream, now};
     wj_h1_sink sk;
     make_sink(&sk, &s);
-    wj_h1_finish(&f->h, &sk, now);
+    wj_h1_finish(&f->h, &sk, now, handed_off ? WJ_H1_ERR_HANDED_OFF : WJ_H1_ERR_INCOMPLETE);
 }
 
-void wj_framing_end(wj_conn *c, uint64_t conn_id, uint64_t now) {
+void wj_framing_end(wj_conn *c, uint64_t conn_id, uint64_t now, int handed_off) {
     uint32_t slot = WJ_LOAD(c->slot);
-    end_one(c, slot, conn_id, WJ_STREAM_RAW, now);
-    end_one(c, slot, conn_id, WJ_STREAM_PLAIN, now);
+    end_one(c, slot, conn_id, WJ_STREAM_RAW, now, handed_off);
+    end_one(c, slot, conn_id, WJ_STREAM_PLAIN, now, handed_off);
 }
 
 void wj_framing_end_all(uint64_t now) {
@@ -219,7 +219,8 @@ void wj_framing_end_all(uint64_t now) {
                 uint32_t slot = (k << WJ_CONN_CHUNK_BITS) | i;
                 wj_conn *c = wj_conn_at(slot);
                 if (!c || WJ_LOAD(c->conn_id) != id) continue;  // ended: handed over at its close
-                end_one(c, slot, id, stream, now);
+                if (WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) continue;  // the parent's, unused here
+                end_one(c, slot, id, stream, now, 0);
             }
         }
 }

@@ -30,7 +30,7 @@ WJ_HIDDEN void wj_framing_announce(struct wj_conn *c, int stream, const void *bu
 WJ_HIDDEN void wj_framing_feed(struct wj_conn *c, int stream, int dir, const void *buf, const struct iovec *iov,
                                int iovcnt, uint64_t start, uint64_t n, uint64_t now);
 // The connection `conn_id` ended (the caller took its id): what its framers hold is handed over.
-WJ_HIDDEN void wj_framing_end(struct wj_conn *c, uint64_t conn_id, uint64_t now);
+WJ_HIDDEN void wj_framing_end(struct wj_conn *c, uint64_t conn_id, uint64_t now, int handed_off);
 // The image ends: the framers of every connection still open hand over what they hold.
 WJ_HIDDEN void wj_framing_end_all(uint64_t now);
 #endif

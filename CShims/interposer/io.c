@@ -16,6 +16,7 @@
 // HTTP framing), out of line: a plain counted call never gets here.
 static __attribute__((noinline)) void io_watch(wj_conn *c, int fd, int dir, uint64_t start, uint64_t n, uint64_t now,
                                                const void *buf, const struct iovec *iov, int iovcnt) {
+    if (WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) wj_inherited_first_use(c, fd);
     if (start == 0) {
         _Atomic uint64_t *first = dir == WJ_IN ? &c->t_first_in : &c->t_first_out;
         if (!WJ_LOAD(*first)) WJ_STORE(*first, now);

@@ -320,3 +320,23 @@ void wj_udp_first_io(wj_conn *c, int fd, int dir, uint64_t now) {
     errno = err;
 }
 
+
+void wj_inherited_first_use(wj_conn *c, int fd) {
+    if (!(atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_INHERITED) & WJ_WATCH_INHERITED)) return;
+    int err = errno;
+    wj_event ev;
+    wj_open_event(&ev, fd, WJ_LOAD(c->role), WJ_LOAD(c->transport), WJ_LOAD(c->t_open), wj_now_ns());
+    if (!WJ_LOAD(c->http)) ev.flags &= ~(uint32_t)WJ_OPEN_HTTP;
+    ev.flags |= WJ_OPEN_INHERITED;
+    wj_sock_name(fd, &ev.local, ev.path, 0);
+    wj_sock_name(fd, &ev.peer, ev.local.family == AF_UNIX && ev.path[0] ? 0 : ev.path, 1);
+    ev.conn_id = WJ_LOAD(c->conn_id);
+    ev.conn_slot = WJ_LOAD(c->slot);
+    ev.bytes_in = WJ_LOAD(c->base_in);
+    ev.bytes_out = WJ_LOAD(c->base_out);
+    if (ev.conn_id) {
+        wj_push(&ev);
+        wj_lc_want_agent();
+    }
+    errno = err;
+}

@@ -7,6 +7,7 @@
 #include "conns.h"
 #include "framing.h"
 #include "hooks.h"
+#include "sockets.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
@@ -154,7 +155,7 @@ static void handshake_done(wj_conn *c, uint16_t version, const unsigned char *al
 }
 
 static void plaintext(wj_conn *c, int fd, int dir, const void *buf, uint64_t n) {
-    (void)fd;
+    if (WJ_UNLIKELY(WJ_LOAD(c->watch) & WJ_WATCH_INHERITED)) wj_inherited_first_use(c, fd);
     uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->plain_in : &c->plain_out, n, memory_order_relaxed);
     if (WJ_LOAD(c->watch) & WJ_WATCH_FRAME_PLAIN) wj_framing_feed(c, WJ_STREAM_PLAIN, dir, buf, 0, 0, start, n, wj_now_ns());
 }

@@ -11,9 +11,12 @@ public struct ProcessContext {
     public var maxConnections: Int
     public var redaction: HTTPRedaction
     public var httpRecordsPerSecond: Int
+    /// The parent's log, in a forked child (its inherited connections name it).
+    public var parentLog: String?
     public init(pid: Int, initMonoNs: UInt64, initRealNs: UInt64, maxConnections: Int,
-                redaction: HTTPRedaction = HTTPRedaction(), httpRecordsPerSecond: Int = 200) {
+                redaction: HTTPRedaction = HTTPRedaction(), httpRecordsPerSecond: Int = 200, parentLog: String? = nil) {
         self.httpRecordsPerSecond = httpRecordsPerSecond
+        self.parentLog = parentLog
         self.pid = pid
         self.initMonoNs = initMonoNs
         self.initRealNs = initRealNs
@@ -37,6 +40,9 @@ final class OpenConnection {
     var plain: HTTP1Framed?
     var requests = 0
     var messages = 0                        // framer events seen
+    // A forked child's connection from its parent: the offsets it took over.
+    var inherited = false
+    var baseIn: UInt64 = 0, baseOut: UInt64 = 0
     // The summary the last exchange went to (a connection's exchanges mostly share one):
     // found again by comparing its key, without hashing it. Valid while summaryEpoch matches.
     var summaryKey: HTTPSummaryKey?
@@ -131,7 +137,13 @@ public final class Aggregator {
                 connection(open: ev, host: host, close: nil, closeMono: ev.t_end, tid: ev.tid, error: ev.err, atExit: false,
                            requests: 0)
             } else if open.count < context.maxConnections {
-                open[ev.conn_id] = OpenConnection(event: ev, host: host)
+                let conn = OpenConnection(event: ev, host: host)
+                if (ev.flags & UInt32(WJ_OPEN_INHERITED)) != 0 {
+                    conn.inherited = true
+                    conn.baseIn = ev.bytes_in
+                    conn.baseOut = ev.bytes_out
+                }
+                open[ev.conn_id] = conn
                 if let waiting = early.removeValue(forKey: ev.conn_id) {
                     for var p in waiting { withUnsafePointer(to: &p) { handlePayload($0) } }
                 }
@@ -180,7 +192,7 @@ public final class Aggregator {
             framed = f
         } else {
             framed = HTTP1Framed(role: conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client,
-                                 redaction: context.redaction)
+                                 redaction: context.redaction, inherited: conn.inherited)
             if plain { conn.plain = framed } else { conn.raw = framed }
         }
         lastConn = conn
@@ -363,12 +375,14 @@ public final class Aggregator {
         line.field("conn_id", ev.conn_id)
         line.field("role", ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client")
         line.field("scheme", tls ? "https" : "http")
-        line.field("method", ex.method)
+        // An inherited connection's response alone (its request was the parent's): no request fields.
+        let alone = ex.method.isEmpty
+        line.field("method", alone ? nil : ex.method)
         line.field("host", ex.host ?? conn.host?.name)
-        line.field("path", ex.path)
-        line.field("version", ex.version)
+        line.field("path", alone ? nil : ex.path)
+        line.field("version", alone ? nil : ex.version)
         line.field("status", ex.status)
-        if let v = ex.responseVersion, v != ex.version { line.field("response_version", v) }
+        if let v = ex.responseVersion, v != ex.version || alone { line.field("response_version", v) }
         if ex.interim > 0 { line.field("interim_responses", ex.interim) }
         line.field("peer", Addresses.format(ev.peer))
         line.field("request_index", ex.index)
@@ -541,8 +555,18 @@ public final class Aggregator {
         line.field("first_byte_in_ts", phases.firstIn != 0 ? context.epochMicros(phases.firstIn) : nil)
         line.field("last_byte_ts", phases.lastIO != 0 ? context.epochMicros(phases.lastIO) : nil)
         line.field("shutdown_ts", phases.shutdown != 0 ? context.epochMicros(phases.shutdown) : nil)
-        line.field("bytes_in", close?.bytes_in ?? 0)
-        line.field("bytes_out", close?.bytes_out ?? 0)
+        // A connection inherited from the parent: this process's bytes, and where it came from.
+        let baseIn = httpConn?.baseIn ?? 0, baseOut = httpConn?.baseOut ?? 0
+        line.field("bytes_in", (close?.bytes_in ?? baseIn) &- baseIn)
+        line.field("bytes_out", (close?.bytes_out ?? baseOut) &- baseOut)
+        if httpConn?.inherited == true {
+            line.key("inherited_from")
+            line.beginObject()
+            line.field("log", context.parentLog)
+            line.field("conn_id", ev.conn_id)
+            line.endObject()
+        }
+        if let close, (close.flags & UInt32(WJ_CLOSE_FORKED)) != 0 { line.field("forked_while_open", true) }
         if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 {
             line.field("http_requests", requests)
             let (reason, inBytes, outBytes) = undecoded(httpConn, close: close, requests: requests)

@@ -60,6 +60,9 @@ public struct CountedExchange {
 public final class HTTP1Framed {
     public let role: HTTPRole
     let redaction: HTTPRedaction
+    /// A forked child's stream from its parent: a response whose request the parent read (or
+    /// sent) goes out alone, with the parent's exchange index.
+    public let inherited: Bool
     public private(set) var state: HTTP1State = .detecting
     /// The state when the connection ended (before the end's own STOP), nil until then.
     public private(set) var stateAtFinish: HTTP1State?
@@ -91,9 +94,10 @@ public final class HTTP1Framed {
     private var stopped: (newState: HTTP1State, current: Int, error: String?)?
     static let maxPending = 4096
 
-    public init(role: HTTPRole, redaction: HTTPRedaction = .init()) {
+    public init(role: HTTPRole, redaction: HTTPRedaction = .init(), inherited: Bool = false) {
         self.role = role
         self.redaction = redaction
+        self.inherited = inherited
         ring = .allocate(capacity: 4)
         ring.initialize(repeating: Slot(), count: 4)
         mask = 3
@@ -179,6 +183,7 @@ public final class HTTP1Framed {
         case Int32(WJ_H1_ERR_INCOMPLETE): error = "incomplete"
         case Int32(WJ_H1_ERR_DESYNC): error = "desync"
         case Int32(WJ_H1_ERR_PARSE): error = "parse"
+        case Int32(WJ_H1_ERR_HANDED_OFF): error = "handed_off"
         default: error = nil
         }
         state = newState
@@ -200,9 +205,15 @@ public final class HTTP1Framed {
     public func drain(detailed: (HTTPExchange) -> Void, counted: (CountedExchange) -> Void) {
         while span > 0 {
             let s = ring + (base & mask)
-            let ready = s.pointee.haveReq && s.pointee.reqDone && s.pointee.respDone
+            let alone = inherited && !s.pointee.haveReq && s.pointee.haveResp   // the parent had the request
+            let ready = (s.pointee.haveReq || alone) && (s.pointee.reqDone || alone) && s.pointee.respDone
             if !ready && stopped == nil { return }
-            if s.pointee.haveReq {
+            if alone {
+                if let stop = stopped, s.pointee.error == nil, !s.pointee.respDone {
+                    s.pointee.error = stop.newState == .closed ? "incomplete" : "desync"
+                }
+                detailed(responseOnly(s))
+            } else if s.pointee.haveReq {
                 // As the Swift parser's stop(): every exchange still held gets an error, the
                 // one it was for (current) the STOP's, the others desync (incomplete at a close).
                 if let stop = stopped, s.pointee.error == nil, !s.pointee.readyAtStop {
@@ -274,6 +285,29 @@ public final class HTTP1Framed {
             if HTTP1Framed.has(r, Int32(WJ_H1_M_UPGRADED)) { e.upgraded = true }
             if detailed { s.pointee.respHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &e) } }
         }
+        e.error = s.pointee.error
+        return e
+    }
+
+    /// The response of an exchange whose request this process never saw (inherited).
+    private func responseOnly(_ s: UnsafeMutablePointer<Slot>) -> HTTPExchange {
+        let r = s.pointee.resp
+        var e = HTTPExchange(index: Int(r.seq), method: "", path: "", version: "")
+        e.detailed = HTTP1Framed.has(r, Int32(WJ_H1_M_DETAILED))
+        e.responseStart = r.t_first
+        e.responseHeaderBytes = r.header_bytes
+        e.interim = Int(r.interim)
+        if HTTP1Framed.has(r, Int32(WJ_H1_M_HEADERS)) {
+            e.status = Int(r.status)
+            e.responseVersion = r.minor == 0 ? "HTTP/1.0" : "HTTP/1.1"
+        }
+        if HTTP1Framed.has(r, Int32(WJ_H1_M_ENDED)) {
+            e.responseEnd = r.t_end
+            e.responseBodyBytes = r.body_bytes
+            e.complete = true
+        }
+        if HTTP1Framed.has(r, Int32(WJ_H1_M_UPGRADED)) { e.upgraded = true }
+        if e.detailed { s.pointee.respHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &e) } }
         e.error = s.pointee.error
         return e
     }

@@ -87,7 +87,7 @@ final class FramingFeeder {
             current = key
             now = at
             var sk = sink()
-            wj_h1_finish(h, &sk, at)
+            wj_h1_finish(h, &sk, at, Int32(WJ_H1_ERR_INCOMPLETE))
             h.deallocate()
         }
     }

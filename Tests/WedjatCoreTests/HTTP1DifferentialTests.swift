@@ -54,7 +54,7 @@ final class FramerWire {
     }
 
     func finish(mono: UInt64) {
-        wj_h1_finish(h, &sink, mono)
+        wj_h1_finish(h, &sink, mono, Int32(WJ_H1_ERR_INCOMPLETE))
         out += framed.takeCompleted()
     }
 

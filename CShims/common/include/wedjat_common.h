@@ -90,8 +90,12 @@ typedef struct wj_event {
     char path[WJ_UNIX_PATH_MAX]; // unix sockets: the peer's path (or the local one), truncated
 } wj_event;
 
-enum { WJ_OPEN_NONBLOCKING = 1, WJ_OPEN_HTTP = 2 };  // wj_event.flags for WJ_EV_CONN_OPEN
-enum { WJ_CLOSE_AT_EXIT = 1, WJ_CLOSE_TLS = 2 };     // wj_event.flags for WJ_EV_CONN_CLOSE
+// wj_event.flags for WJ_EV_CONN_OPEN. WJ_OPEN_INHERITED: a connection a forked child got from
+// its parent, at the child's first use of it (conn_id is the parent's; bytes_in/bytes_out
+// are the stream offsets it took over).
+enum { WJ_OPEN_NONBLOCKING = 1, WJ_OPEN_HTTP = 2, WJ_OPEN_INHERITED = 4 };
+// wj_event.flags for WJ_EV_CONN_CLOSE. WJ_CLOSE_FORKED: the process forked while it was open.
+enum { WJ_CLOSE_AT_EXIT = 1, WJ_CLOSE_TLS = 2, WJ_CLOSE_FORKED = 4 };
 enum { WJ_ERR_CONNECT = 1, WJ_ERR_IO = 2, WJ_ERR_TLS = 3 };
 enum { WJ_TLS_OPENSSL = 1, WJ_TLS_GNUTLS = 2 };
 

@@ -49,7 +49,8 @@ enum {  // wj_h1.state
     WJ_H1_CLOSED = 5,     // wj_h1_finish was called on an HTTP stream
 };
 
-enum { WJ_H1_ERR_NONE = 0, WJ_H1_ERR_INCOMPLETE = 1, WJ_H1_ERR_DESYNC = 2, WJ_H1_ERR_PARSE = 3 };
+enum { WJ_H1_ERR_NONE = 0, WJ_H1_ERR_INCOMPLETE = 1, WJ_H1_ERR_DESYNC = 2, WJ_H1_ERR_PARSE = 3,
+       WJ_H1_ERR_HANDED_OFF = 4 /* the end of a connection a forked child went on with */ };
 
 // What the first bytes of a stream that is not HTTP/1 look like.
 enum { WJ_H1_WHY_OTHER = 0, WJ_H1_WHY_TLS = 1 /* a TLS record: 0x16 0x03 */,
@@ -183,8 +184,9 @@ void wj_h1_feed(wj_h1 *h, const wj_h1_sink *sink, int out, uint64_t offset, cons
                 uint64_t io_end, uint64_t mono);
 
 // The connection ended (`mono`): a close-delimited response ends here; every message still
-// open is handed over; then a STOP.
-void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono);
+// open is handed over; then a STOP. `error`: what the exchanges still open get
+// (WJ_H1_ERR_INCOMPLETE, or WJ_H1_ERR_HANDED_OFF when a forked child has the connection).
+void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono, int error);
 
 static inline int wj_h1_state(const wj_h1 *h) {
     return atomic_load_explicit(&((wj_h1 *)h)->state, memory_order_relaxed);
