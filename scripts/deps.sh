@@ -31,6 +31,9 @@ have g++ || need+=(g++)
 [ -e /usr/include/libunwind.h ] || need+=(libunwind-dev)
 [ -e /usr/include/elfutils/libdwfl.h ] || need+=(libdw-dev)
 [ -e /usr/include/libelf.h ] || need+=(libelf-dev)
+# The fidelity matrix (tests 52-59) runs each runtime as client and server.
+have node || need+=(nodejs)
+have javac || need+=(default-jdk-headless)
 # The HTML report is rendered in headless Chromium by its test.
 have chromium || need+=(chromium)
 # Real consumers of the exports: OTLP protobuf classes, Perfetto's trace processor, JSON Schema.
@@ -38,6 +41,9 @@ pyneed=()
 python3 -c "import opentelemetry.proto" 2>/dev/null || pyneed+=(opentelemetry-proto)
 python3 -c "import perfetto.trace_processor" 2>/dev/null || pyneed+=(perfetto)
 python3 -c "import jsonschema" 2>/dev/null || pyneed+=(jsonschema)
+# Python HTTP clients and servers of the fidelity matrix.
+python3 -c "import requests" 2>/dev/null || pyneed+=(requests)
+python3 -c "import aiohttp" 2>/dev/null || pyneed+=(aiohttp)
 if [ ${#pyneed[@]} -gt 0 ]; then
     echo "deps: pip installing ${pyneed[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check "${pyneed[@]}" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
