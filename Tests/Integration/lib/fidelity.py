@@ -147,3 +147,61 @@ def curl_lines(path):
                      ttfb_us=t["starttransfer"] - t["pretransfer"])
             out.append(r)
     return out
+
+
+def _jfr_ns(iso):
+    """'2026-11-24T10:24:07.082625780Z' -> nanoseconds since the epoch (exact: no float)."""
+    import calendar
+    date, _, clock = iso.rstrip("Z").partition("T")
+    hms, _, frac = clock.partition(".")
+    y, mo, d = map(int, date.split("-"))
+    h, mi, s = map(int, hms.split(":"))
+    return (calendar.timegm((y, mo, d, h, mi, s)) * 10**9) + int((frac + "000000000")[:9])
+
+
+def _jfr_duration_ns(iso):
+    """'PT0.001250475S' (also 'PT0S', 'PT1M2.5S') -> nanoseconds."""
+    import re
+    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:\.(\d+))?S)?", iso)
+    if not m:
+        raise ValueError(f"JFR duration {iso!r}")
+    h, mi, s, frac = m.groups()
+    return ((int(h or 0) * 60 + int(mi or 0)) * 60 + int(s or 0)) * 10**9 + int(((frac or "") + "000000000")[:9])
+
+
+def jfr_exchanges(path, port, count):
+    """The first `count` exchanges of a Java client, one after the other, to `port`, timed by the
+    JVM itself: its jdk.SocketWrite and jdk.SocketRead events (JFR, threshold 0; `jfr print
+    --json` output at `path`), on whichever thread made each call. An exchange starts with a
+    write after a read that brought bytes (or the first write) and ends with the last read
+    bringing bytes before the next exchange's write. Returns microseconds from the end of its
+    first write to the end of its last read, in order."""
+    with open(path) as f:
+        events = json.load(f)["recording"]["events"]
+    calls = []
+    for e in events:
+        v = e["values"]
+        if v.get("port") != port:
+            continue
+        end = _jfr_ns(v["startTime"]) + _jfr_duration_ns(v["duration"])
+        if e["type"] == "jdk.SocketWrite" and (v.get("bytesWritten") or 0) > 0:
+            calls.append((end, "w"))
+        elif e["type"] == "jdk.SocketRead" and (v.get("bytesRead") or 0) > 0:
+            calls.append((end, "r"))
+    calls.sort()
+    out = []
+    start = last_read = None
+    for end, kind in calls:
+        if kind == "w":
+            if start is not None and last_read is not None:
+                out.append((last_read - start) // 1000)
+                start = last_read = None
+            if start is None:
+                start = end
+        elif start is not None:
+            last_read = end
+        if len(out) == count:
+            break
+    if len(out) < count and start is not None and last_read is not None:
+        out.append((last_read - start) // 1000)
+    return out[:count]
