@@ -6,12 +6,34 @@ counted and timed themselves. Imported by the tests' pylogs snippets (after logs
 - check_timers(what, pairs): wedjat's durations against the programs' own timers.
 - explain(logs, role): prints what wedjat did record, for a failing test's output.
 - client_lines(path): the JSON lines a fid_* client printed (one per request).
+- load_dir_execs(d): load_dir for logs of images whose execs failed (a shell's PATH search).
 """
 import collections
 import json
 import statistics
 
-from logs import expect, expect_eq, records
+from logs import Log, LogError, expect, expect_eq, load_lines, records
+
+
+def load_dir_execs(d):
+    """Every log of d, each line checked as logs.load_lines does, the file starting with
+    process_start; unlike load_dir, records may follow a process_end when an exec_failed says
+    the image went on (docs/LOG_FORMAT.md: a shell's `exec prog` tries each PATH entry)."""
+    import os
+    out = []
+    for path in sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".ndjson")) if os.path.isdir(d) else []:
+        recs = load_lines(path)
+        if not recs or recs[0]["type"] != "process_start":
+            raise LogError(f"{path}:1: first record is not process_start")
+        ends = [i for i, r in enumerate(recs) if r["type"] == "process_end"]
+        for i in ends[:-1]:
+            if recs[i + 1]["type"] != "exec_failed" if i + 1 < len(recs) else True:
+                raise LogError(f"{path}:{i + 2}: a record after process_end that is not exec_failed")
+        if ends and ends[-1] != len(recs) - 1:
+            raise LogError(f"{path}:{ends[-1] + 2}: records after the last process_end")
+        log = Log(path, recs)
+        out.append(log)
+    return out
 
 
 def tol(us):
@@ -74,7 +96,7 @@ def explain(logs, role, what=""):
     for h in bad[:5]:
         print(f"#   exchange: pid {h['pid']} conn {h.get('conn_id')} {h.get('method')} {h.get('path')} "
               f"status={h.get('status')} error={h.get('error')} complete={h.get('complete')}")
-    ends = [l.end for l in logs if l.end]
+    ends = [l.records("process_end")[-1] for l in logs if l.records("process_end")]
     for key in ("dropped_events", "capture_dropped", "untracked_connections"):
         total = sum(e.get(key) or 0 for e in ends)
         if total:
