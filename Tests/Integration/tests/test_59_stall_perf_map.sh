@@ -1,0 +1,61 @@
+# Stall stacks of interpreted and JIT-compiled code (issue 15): a Node event loop stalled for
+# 400 ms by a JavaScript function, run with --perf-basic-prof (V8 writes /tmp/perf-<pid>.map).
+# The stall's frames in JIT code lie in no loaded object; `wedjat report` names them from the
+# map: the stall (400 ms +- 10%, on CPU) shows fidelityBusyLoop "(perf map)" in its stack, in
+# the text and JSON reports and in `export --folded`. With the map gone, the frames are raw
+# addresses and the report says which map it did not find. (CPython 3.12's -X perf and the
+# JVM's perf map agents write the same format: tested in PerfMapTests.)
+. "$WJ_LIB/common.sh"
+command -v node >/dev/null || skip "node is not installed (scripts/deps.sh installs nodejs)"
+[ -n "$WEDJAT_CLI" ] || skip "needs the CLI"
+
+WEDJAT_STALL_MS=250 wj logs node --perf-basic-prof "$WJ_LIB/../fixtures/fid_node_stall.js" 400 > node.out 2>&1 \
+    || fail "node exited $?: $(tail -3 node.out)"
+grep -q '^busy 400$' node.out || fail "node did not spin: $(cat node.out)"
+pid=$(python3 -c 'import json,glob,sys; print(json.loads(open(glob.glob("logs/node.*.ndjson")[0]).readline())["pid"])') \
+    || fail "no node log"
+map=/tmp/perf-$pid.map
+trap 'rm -f "$map" "$TEST_TMP/perf-$pid.map"; _cleanup_bg' EXIT
+[ -s "$map" ] || fail "node wrote no $map"
+grep -q 'fidelityBusyLoop' "$map" || fail "$map does not name fidelityBusyLoop"
+
+"$WEDJAT_CLI" report logs > report.txt 2> report.err || fail "report failed: $(tail -3 report.err)"
+"$WEDJAT_CLI" report --format json logs > report.json 2> report-json.err || fail "report --format json failed: $(tail -3 report-json.err)"
+"$WEDJAT_CLI" export --folded stacks.folded logs > export.out 2>&1 || fail "export --folded failed: $(tail -3 export.out)"
+sed -n '/^STALLS/,/^VITALS/p' report.txt | head -20 | sed 's/^/# /'
+mv "$map" "$TEST_TMP/perf-$pid.map"
+"$WEDJAT_CLI" report --format json logs > gone.json 2> gone.err || fail "report without the map failed: $(tail -3 gone.err)"
+"$WEDJAT_CLI" report logs > gone.txt 2>&1
+
+pylogs "$pid" "$map" <<'PY'
+soft_mode()
+pid, path = int(sys.argv[1]), sys.argv[2]
+logs = load_dir("logs")
+stalls = [s for s in records(logs, "stall") if s["kind"] == "loop"]
+if expect_eq(len(stalls), 1, "loop stalls of node"):
+    s = stalls[0]
+    expect(360_000 <= s["duration_us"] <= 440_000, f"stall duration {s['duration_us']} us, want 400 ms +- 10%")
+    expect(s["cpu_us"] is not None and s["cpu_us"] >= 0.8 * s["duration_us"], f"on CPU: {s['cpu_us']} of {s['duration_us']} us")
+    expect(s["samples"], "stall samples")
+
+def stack_of(report):
+    rows = report.get("stalls", {}).get("stalls", [])
+    return rows[0]["stack"] if rows else []
+
+rep = json.load(open("report.json"))
+named = [f for f in stack_of(rep) if "fidelityBusyLoop" in (f.get("function") or "")]
+expect(named, f"no frame names fidelityBusyLoop: {[f['text'] for f in stack_of(rep)][:6]}")
+for f in named:
+    expect(f["text"].endswith("(perf map)") and f.get("module") is None, f"frame from the map: {f}")
+text = open("report.txt").read()
+expect("fidelityBusyLoop" in text and "(perf map)" in text, "text report names fidelityBusyLoop (perf map)")
+folded = open("stacks.folded").read()
+expect("fidelityBusyLoop" in folded, f"folded stacks: {folded[:300]!r}")
+
+gone = json.load(open("gone.json"))
+raw = [f["text"] for f in stack_of(gone) if f.get("module") is None]
+expect(raw and all(t.startswith("0x") for t in raw), f"without the map, frames in no module are raw addresses: {raw[:4]}")
+warnings = [w["text"] for w in gone["stalls"].get("symbol_warnings", [])]
+expect(any(w.startswith(f"{path}: not found") for w in warnings), f"the report says {path} was not found: {warnings}")
+expect(f"{path}: not found" in open("gone.txt").read(), "text report says the map was not found")
+PY
