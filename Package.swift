@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "wedjat-agent", type: .dynamic, targets: ["WedjatAgent"]),
         .executable(name: "wedjat-cli", targets: ["WedjatCLI"]),
         .executable(name: "wedjat-http-bench", targets: ["WedjatHTTPBench"]),
+        .executable(name: "wedjat-reader-bench", targets: ["WedjatReaderBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -49,6 +50,8 @@ let package = Package(
         ]),
         // Benchmark of the HTTP/1.x parser (scripts/bench/http_parse.sh).
         .executableTarget(name: "WedjatHTTPBench", dependencies: ["WedjatCore"]),
+        // The log reader's stages, beside simdjson's parser (scripts/bench/report.sh).
+        .executableTarget(name: "WedjatReaderBench", dependencies: ["WedjatAnalysis"]),
         .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
         .testTarget(name: "WedjatLiveTests", dependencies: ["WedjatLive", "WedjatAnalysis"]),
         .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")], exclude: ["Fixtures", "Golden"]),

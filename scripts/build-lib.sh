@@ -15,7 +15,7 @@ cd "$root"
 ${CC:-cc} -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
   -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer \
   CShims/common/*.c CShims/interposer/*.c CShims/interposer/*_x86_64.S \
-  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined -Wl,--sort-section=name \
+  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,--no-undefined -Wl,--sort-section=name \
   -ldl -lpthread -o "$out/libwedjat.so.tmp"
 mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 

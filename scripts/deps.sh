@@ -34,6 +34,8 @@ have g++ || need+=(g++)
 # The fidelity matrix (tests 52-59) runs each runtime as client and server.
 have node || need+=(nodejs)
 have javac || need+=(default-jdk-headless)
+# The report's benchmark (scripts/bench/report.sh) measures simdjson's parser against wedjat's own.
+[ -e /usr/include/simdjson.h ] || need+=(libsimdjson-dev)
 # The HTML report is rendered in headless Chromium by its test.
 have chromium || need+=(chromium)
 # Real consumers of the exports: OTLP protobuf classes, Perfetto's trace processor, JSON Schema.
@@ -44,6 +46,8 @@ python3 -c "import jsonschema" 2>/dev/null || pyneed+=(jsonschema)
 # Python HTTP clients and servers of the fidelity matrix.
 python3 -c "import requests" 2>/dev/null || pyneed+=(requests)
 python3 -c "import aiohttp" 2>/dev/null || pyneed+=(aiohttp)
+# What a data-minded user would reach for instead of `wedjat report` (scripts/bench/report.sh compares).
+python3 -c "import duckdb" 2>/dev/null || pyneed+=(duckdb)
 if [ ${#pyneed[@]} -gt 0 ]; then
     echo "deps: pip installing ${pyneed[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check "${pyneed[@]}" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true

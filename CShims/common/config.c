@@ -80,6 +80,10 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     cfg->http_records = 200;
     cfg->sample_ms = 1000;
     cfg->stall_ms = 250;
+    cfg->segment_mb = 64;
+    cfg->segment_s = 0;
+    cfg->retain_mb = 1024;
+    cfg->dir_retain_mb = 0;
     snprintf(cfg->dir, sizeof cfg->dir, "/tmp/wedjat-%u", uid);
 
     static const char *const yes[] = {"1", "true", "yes", "on", 0};
@@ -134,6 +138,10 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     int_setting(cfg, lookup, ctx, "WEDJAT_MAX_CONNECTIONS", 16, 1048576, &cfg->max_connections);
     int_setting(cfg, lookup, ctx, "WEDJAT_LOG_MAX_MB", 1, 1048576, &cfg->log_max_mb);
     int_setting(cfg, lookup, ctx, "WEDJAT_STALL_MS", 0, 3600000, &cfg->stall_ms);
+    int_setting(cfg, lookup, ctx, "WEDJAT_SEGMENT_MB", 0, 1048576, &cfg->segment_mb);
+    int_setting(cfg, lookup, ctx, "WEDJAT_SEGMENT_S", 0, 31536000, &cfg->segment_s);
+    int_setting(cfg, lookup, ctx, "WEDJAT_RETAIN_MB", 0, 1048576, &cfg->retain_mb);
+    int_setting(cfg, lookup, ctx, "WEDJAT_DIR_RETAIN_MB", 0, 1048576, &cfg->dir_retain_mb);
 
     // 0 turns sampling off; below 100 ms the kernel's 10 ms CPU ticks make the numbers noise.
     v = lookup("WEDJAT_SAMPLE_MS", ctx);
@@ -149,7 +157,8 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
     static const char *const known[] = {
         "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
         "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", "WEDJAT_HTTP",
-        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", "WEDJAT_SAMPLE_MS", "WEDJAT_STALL_MS", 0};
+        "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_HTTP_RECORDS", "WEDJAT_SAMPLE_MS", "WEDJAT_STALL_MS",
+        "WEDJAT_SEGMENT_MB", "WEDJAT_SEGMENT_S", "WEDJAT_RETAIN_MB", "WEDJAT_DIR_RETAIN_MB", 0};
     if (!envp) return;
     for (; *envp; envp++) {
         const char *e = *envp;

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include "wedjat_common.h"
+#include "wedjat_json.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,6 +90,21 @@ void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
     lf->max_bytes = max_bytes;
     lf->pid = wj_sys_getpid();
     snprintf(lf->path, sizeof lf->path, "%s", path);
+    snprintf(lf->seg.base, sizeof lf->seg.base, "%s", path);
+    lf->seg.pid = lf->pid;
+}
+
+void wj_logfile_set_segments(wj_logfile *lf, uint64_t segment_bytes, uint64_t segment_ns, uint64_t retain_bytes,
+                             uint64_t dir_retain_bytes, uint64_t anchor_mono, uint64_t anchor_real, int pid) {
+    pthread_mutex_lock(&lf->lock);
+    lf->seg.segment_bytes = segment_bytes;
+    lf->seg.segment_ns = segment_ns;
+    lf->seg.retain_bytes = retain_bytes;
+    lf->seg.dir_retain_bytes = dir_retain_bytes;
+    lf->seg.anchor_mono = anchor_mono;
+    lf->seg.anchor_real = anchor_real;
+    lf->seg.pid = pid;
+    pthread_mutex_unlock(&lf->lock);
 }
 
 int wj_logfile_fd(wj_logfile *lf) { return atomic_load(&lf->fd); }
@@ -177,16 +193,20 @@ static int still_ours(wj_logfile *lf, int fd) {
 
 #define WJ_FS_RESERVE (64 * 1024)
 
-// Whole or nothing: a short write is cut back so the file never ends in half a line. Two
-// pieces (the header and the first lines) go in one writev.
-static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const char *b, size_t b_len) {
-    size_t len = a_len + b_len, done = 0;
+// Whole or nothing: a short write is cut back so the file never ends in half a line. The
+// pieces (a header, its segment fields, the lines) go in one writev.
+static int write_pieces(wj_logfile *lf, int fd, const struct iovec *pieces, int n_pieces) {
+    size_t len = 0, done = 0;
+    for (int i = 0; i < n_pieces; i++) len += pieces[i].iov_len;
     while (done < len) {
-        struct iovec iov[2];
+        struct iovec iov[4];
         int n_iov = 0;
-        if (done < a_len) iov[n_iov++] = (struct iovec){(void *)(a + done), a_len - done};
-        size_t b_done = done > a_len ? done - a_len : 0;
-        if (b_len > b_done) iov[n_iov++] = (struct iovec){(void *)(b + b_done), b_len - b_done};
+        size_t skip = done;
+        for (int i = 0; i < n_pieces && n_iov < 4; i++) {
+            if (skip >= pieces[i].iov_len) { skip -= pieces[i].iov_len; continue; }
+            iov[n_iov++] = (struct iovec){(char *)pieces[i].iov_base + skip, pieces[i].iov_len - skip};
+            skip = 0;
+        }
         long n = syscall(SYS_writev, fd, iov, n_iov);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
@@ -198,6 +218,231 @@ static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const 
     }
     if (done > 0) syscall(SYS_ftruncate, fd, (long)lf->size);
     return 0;
+}
+
+static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const char *b, size_t b_len) {
+    struct iovec p[2] = {{(void *)a, a_len}, {(void *)b, b_len}};
+    return write_pieces(lf, fd, p, b_len ? 2 : 1);
+}
+
+static uint64_t count_lines(const char *buf, size_t len) {
+    uint64_t n = 0;
+    for (const char *p = buf, *end = buf + len; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
+    return n;
+}
+
+// ---------------------------------------------------------------- segments
+
+static void segment_path(const wj_logfile *lf, int index, char *out, size_t cap) {
+    if (index == 0) { snprintf(out, cap, "%s", lf->seg.base); return; }
+    size_t n = strlen(lf->seg.base);
+    if (n > 7 && strcmp(lf->seg.base + n - 7, ".ndjson") == 0) n -= 7;
+    snprintf(out, cap, "%.*s.%d.ndjson", (int)n, lf->seg.base, index);
+}
+
+static int64_t epoch_us(const wj_logfile *lf, uint64_t mono) {
+    if (!lf->seg.anchor_real) return (int64_t)(wj_realtime_ns() / 1000);
+    return ((int64_t)lf->seg.anchor_real + (int64_t)(mono - lf->seg.anchor_mono)) / 1000;
+}
+
+static void record_head(const wj_logfile *lf, wj_json *j, const char *type) {
+    wj_json_begin(j);
+    wj_json_str(j, "type", type);
+    wj_json_int(j, "ts", epoch_us(lf, wj_now_ns()));
+    wj_json_int(j, "pid", lf->seg.pid);
+}
+
+// Writes one record of the writer's own into the live segment (header first if it needs it).
+static void write_own(wj_logfile *lf, int fd, const char *line, size_t len, int kind);
+
+// The header of segment n: process_start as the caller gave it, with the segment's number and
+// start in it (every segment can be read alone).
+static size_t segment_fields(const wj_logfile *lf, char *buf, size_t cap) {
+    return (size_t)snprintf(buf, cap, ",\"segment\":%d,\"segment_start_ts\":%lld}\n", lf->seg.index,
+                            (long long)epoch_us(lf, lf->seg.started_mono));
+}
+
+static int write_header_and(wj_logfile *lf, int fd, const char *buf, size_t len) {
+    char fields[96];
+    size_t flen = segment_fields(lf, fields, sizeof fields);
+    size_t hlen = lf->header_len;
+    // The header ends with "}\n": its fields go before that brace.
+    if (hlen >= 2 && lf->header[hlen - 1] == '\n' && lf->header[hlen - 2] == '}') hlen -= 2;
+    else flen = 0;
+    struct iovec p[3] = {{(void *)lf->header, flen ? hlen : lf->header_len}, {fields, flen}, {(void *)buf, len}};
+    if (!write_pieces(lf, fd, p, 3)) return 0;
+    lf->header_landed = 1;
+    lf->seg.lines += 1 + count_lines(buf, len);
+    return 1;
+}
+
+// Is this closed segment sent by `wedjat ship` (when ship follows the directory)? 1 when it
+// may go: shipping is off, or ship marked it done.
+static int shipped(const wj_logfile *lf, int index, int *shipping_on) {
+    char dir[WJ_PATH_MAX], path[WJ_PATH_MAX], marker[2 * WJ_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", lf->seg.base);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 1;
+    *slash = 0;
+    char ship_dir[WJ_PATH_MAX + 8];
+    snprintf(ship_dir, sizeof ship_dir, "%s/.ship", dir);
+    struct stat st;
+    if (sys_lstat(ship_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 1;
+    *shipping_on = 1;
+    segment_path(lf, index, path, sizeof path);
+    const char *name = strrchr(path, '/');
+    snprintf(marker, sizeof marker, "%s/%s.done", ship_dir, name ? name + 1 : path);
+    return sys_lstat(marker, &st) == 0;
+}
+
+// Bytes of the directory's *.ndjson files.
+static uint64_t dir_bytes(const char *dir) {
+    int fd = wj_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    static char dents[16384];
+    uint64_t total = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
+        if (n <= 0) break;
+        for (long off = 0; off < n;) {
+            unsigned short reclen = *(unsigned short *)(dents + off + 16);
+            const char *name = dents + off + 19;
+            size_t nl = strlen(name);
+            struct stat st;
+            if (nl > 7 && strcmp(name + nl - 7, ".ndjson") == 0 &&
+                syscall(SYS_newfstatat, fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                total += (uint64_t)st.st_size;
+            off += reclen;
+        }
+    }
+    wj_sys_close(fd);
+    return total;
+}
+
+// Retention, after a rotation: the oldest closed segments go while this process's segments
+// pass WEDJAT_RETAIN_MB, or the directory's logs WEDJAT_DIR_RETAIN_MB. A segment `wedjat ship`
+// has not sent yet stays until the process's segments pass twice the retention. Each removal
+// is recorded in the live segment.
+static void apply_retention(wj_logfile *lf, int fd) {
+    wj_segments *sg = &lf->seg;
+    if (!sg->n_closed || (!sg->retain_bytes && !sg->dir_retain_bytes)) return;
+    uint64_t mine = lf->size;
+    for (int i = 0; i < sg->n_closed; i++) mine += sg->closed[i].bytes;
+    uint64_t in_dir = 0;
+    char dir[WJ_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", sg->base);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    if (sg->dir_retain_bytes && slash) in_dir = dir_bytes(dir);
+    char removed[8][WJ_PATH_MAX];
+    int n_removed = 0, unshipped = 0;
+    uint64_t bytes = 0, lines = 0;
+    const char *reason = 0;
+    while (sg->n_closed) {
+        int over_mine = sg->retain_bytes && mine > sg->retain_bytes;
+        int over_dir = sg->dir_retain_bytes && in_dir > sg->dir_retain_bytes;
+        if (!over_mine && !over_dir) break;
+        int shipping = 0;
+        if (!shipped(lf, sg->closed[0].index, &shipping)) {
+            // Not sent yet: kept, unless the process's segments passed twice the retention.
+            if (!(sg->retain_bytes && mine > 2 * sg->retain_bytes)) break;
+            unshipped++;
+        }
+        char path[WJ_PATH_MAX];
+        segment_path(lf, sg->closed[0].index, path, sizeof path);
+        if (syscall(SYS_unlinkat, AT_FDCWD, path, 0) != 0 && errno != ENOENT) break;
+        if (!reason) reason = over_mine ? "retain_mb" : "dir_retain_mb";
+        if (n_removed < 8) snprintf(removed[n_removed], WJ_PATH_MAX, "%s", path);
+        n_removed++;
+        bytes += sg->closed[0].bytes;
+        lines += sg->closed[0].lines;
+        mine -= sg->closed[0].bytes;
+        if (in_dir >= sg->closed[0].bytes) in_dir -= sg->closed[0].bytes;
+        memmove(&sg->closed[0], &sg->closed[1], (size_t)(sg->n_closed - 1) * sizeof sg->closed[0]);
+        sg->n_closed--;
+    }
+    if (!n_removed) return;
+    sg->removed += (uint64_t)n_removed;
+    sg->removed_unshipped += (uint64_t)unshipped;
+    static char line[8 * WJ_PATH_MAX + 512];
+    wj_json j;
+    wj_json_init(&j, line, sizeof line);
+    record_head(lf, &j, "segments_removed");
+    wj_json_begin_array(&j, "segments");
+    for (int i = 0; i < n_removed && i < 8; i++) wj_json_str(&j, 0, removed[i]);
+    wj_json_end_array(&j);
+    if (n_removed > 8) wj_json_int(&j, "segments_not_listed", n_removed - 8);
+    wj_json_uint(&j, "bytes", bytes);
+    wj_json_uint(&j, "records", lines);
+    wj_json_str(&j, "reason", reason);
+    wj_json_int(&j, "unshipped", unshipped);
+    wj_json_end(&j);
+    wj_json_newline(&j);
+    if (!j.overflow) write_own(lf, fd, line, j.len, 1);
+}
+
+// A new segment: segment_end into the live one, then the next file (its header written with
+// the first batch). 1 when the next segment is open (as lf->fd); 0 when it could not be
+// created: the live segment goes on (once said in a warning).
+static int rotate(wj_logfile *lf, int fd) {
+    wj_segments *sg = &lf->seg;
+    char next[WJ_PATH_MAX];
+    segment_path(lf, sg->index + 1, next, sizeof next);
+    int nfd = wj_sys_open(next, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (nfd < 0) {
+        if (!sg->rotation_blocked) {
+            sg->rotation_blocked = 1;
+            char why[WJ_WARNING_LEN + 64];
+            snprintf(why, sizeof why, "no new log segment: cannot create %.200s: %s; this segment goes on up to "
+                     "WEDJAT_LOG_MAX_MB", next, strerror(errno));
+            static char line[1024];
+            wj_json j;
+            wj_json_init(&j, line, sizeof line);
+            record_head(lf, &j, "warning");
+            wj_json_str(&j, "kind", "segments");
+            wj_json_str(&j, "message", why);
+            wj_json_end(&j);
+            wj_json_newline(&j);
+            if (!j.overflow) write_own(lf, fd, line, j.len, 2);
+        }
+        return 0;
+    }
+    static char end_line[WJ_PATH_MAX + 256];
+    wj_json j;
+    wj_json_init(&j, end_line, sizeof end_line);
+    record_head(lf, &j, "segment_end");
+    wj_json_int(&j, "segment", sg->index);
+    wj_json_str(&j, "next", next);
+    wj_json_uint(&j, "bytes", lf->size + 0);
+    wj_json_end(&j);
+    wj_json_newline(&j);
+    if (!j.overflow) write_own(lf, fd, end_line, j.len, 0);
+    if (sg->n_closed == WJ_MAX_CLOSED_SEGMENTS) {  // forget the oldest we track (it stays on disk)
+        memmove(&sg->closed[0], &sg->closed[1], (WJ_MAX_CLOSED_SEGMENTS - 1) * sizeof sg->closed[0]);
+        sg->n_closed--;
+    }
+    sg->closed[sg->n_closed++] = (wj_segment_info){sg->index, lf->size, sg->lines};
+    wj_sys_close(fd);
+    sg->index++;
+    sg->started_mono = wj_now_ns();
+    sg->lines = 0;
+    snprintf(lf->path, sizeof lf->path, "%s", next);
+    struct stat st;
+    if (sys_fstat(nfd, &st) == 0) {
+        lf->dev = (uint64_t)st.st_dev;
+        lf->ino = (uint64_t)st.st_ino;
+    }
+    lf->size = 0;
+    lf->header_landed = 0;
+    atomic_store(&lf->fd, nfd);
+    return 1;
+}
+
+static int rotation_due(const wj_logfile *lf, size_t len) {
+    const wj_segments *sg = &lf->seg;
+    if (sg->rotation_blocked || !lf->header_landed || lf->size <= lf->header_len) return 0;
+    if (sg->segment_bytes && lf->size + len > sg->segment_bytes) return 1;
+    return sg->segment_ns && wj_now_ns() - sg->started_mono >= sg->segment_ns;
 }
 
 static void drop(wj_logfile *lf, size_t len) {
@@ -217,6 +462,15 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
     }
     if (fd < 0) fd = open_log(lf);
     if (fd < 0) { drop(lf, len); goto out; }
+    if (!lf->seg.started_mono) lf->seg.started_mono = wj_now_ns();
+    if (rotation_due(lf, len) && rotate(lf, fd)) {
+        fd = atomic_load(&lf->fd);
+        // The header and the next lines first, then what retention removed.
+        if (!write_header_and(lf, fd, buf, len)) { drop(lf, len); goto out; }
+        apply_retention(lf, fd);
+        ok = 1;
+        goto out;
+    }
 
     struct rlimit fs;
     uint64_t limit = lf->max_bytes;
@@ -242,20 +496,33 @@ int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
     // Every file begins with its header (process_start): a file created anew (the old one was
     // moved or deleted), emptied by someone, or whose first write failed gets it first.
     if (lf->header && (!lf->header_landed || lf->size == 0)) {
-        if (lf->size + lf->header_len + len > limit || !write_all(lf, fd, lf->header, lf->header_len, buf, len)) {
+        if (lf->size + lf->header_len + len > limit || !write_header_and(lf, fd, buf, len)) {
             drop(lf, len);
             goto out;
         }
-        lf->header_landed = 1;
         ok = 1;
         goto out;
     }
-    if (write_all(lf, fd, buf, len, 0, 0)) ok = 1;
-    else drop(lf, len);
+    if (write_all(lf, fd, buf, len, 0, 0)) {
+        ok = 1;
+        lf->seg.lines += count_lines(buf, len);
+    } else {
+        drop(lf, len);
+    }
 out:
     pthread_mutex_unlock(&lf->lock);
     errno = saved_errno;
     return ok;
+}
+
+static void write_own(wj_logfile *lf, int fd, const char *line, size_t len, int kind) {
+    int ok;
+    if (lf->header && (!lf->header_landed || lf->size == 0)) {
+        ok = write_header_and(lf, fd, line, len);
+    } else if ((ok = write_all(lf, fd, line, len, 0, 0))) {
+        lf->seg.lines++;
+    }
+    if (ok) lf->seg.records_written[kind]++;
 }
 
 void wj_logfile_close(wj_logfile *lf) {

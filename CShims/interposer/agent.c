@@ -358,6 +358,10 @@ static void flush_locked(const wj_round *r) {
         counts[0] = 0;
         if (agent_lib_state > 0) n = agent_ops.record_counts(counts, sizeof counts);
         c_written[WJ_REC_START] = wj_proc.log.header != 0;  // lands with the batch below at the latest
+        // The writer's own records (segments).
+        c_written[WJ_REC_SEGMENT_END] = wj_proc.log.seg.records_written[0];
+        c_written[WJ_REC_SEGMENTS_REMOVED] = wj_proc.log.seg.records_written[1];
+        c_written[WJ_REC_WARNING] += wj_proc.log.seg.records_written[2];
         for (int t = 0; t < WJ_REC_TYPES; t++)
             if (c_written[t] + c_pending[t] && n < sizeof counts)
                 n += (size_t)snprintf(counts + n, sizeof counts - n, "\"%s\":%llu,", wj_record_type_names[t],

@@ -43,6 +43,10 @@ void wj_process_new_identity_path(void) {
     snprintf(wj_proc.log_path, sizeof wj_proc.log_path, "%s/%s.%d.%llu.ndjson", wj_proc.config.dir,
              wj_proc.prog, wj_proc.pid, (unsigned long long)(wj_proc.init_real_ns / 1000));
     wj_logfile_init(&wj_proc.log, wj_proc.log_path, (uint64_t)wj_proc.config.log_max_mb << 20);
+    const wj_config *c = &wj_proc.config;
+    wj_logfile_set_segments(&wj_proc.log, (uint64_t)c->segment_mb << 20, (uint64_t)c->segment_s * 1000000000ull,
+                            (uint64_t)c->retain_mb << 20, (uint64_t)c->dir_retain_mb << 20, wj_proc.init_mono_ns,
+                            wj_proc.init_real_ns, wj_proc.pid);
     if (header) wj_logfile_set_header(&wj_proc.log, header, header_len);
 }
 

@@ -192,7 +192,7 @@ void wj_exec_hint_leave(const char *raw_dir_env) {
     // other ones) and the moment of the exec (CLOCK_MONOTONIC, the same clock in every image).
     int n = snprintf(buf, sizeof buf, "%d %llu %llu\n%s\n%s\n%s\t%s\n", wj_proc.pid,
                      (unsigned long long)wj_proc_start_ticks(), (unsigned long long)wj_now_ns(),
-                     wj_proc.log.path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : "");
+                     wj_proc.log_path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : "");
     if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
     wj_sys_close(fd);
 }
@@ -342,7 +342,7 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     wj_json_int(&j, "ppid", wj_proc.ppid);
     wj_json_str(&j, "parent_log", parent[0] ? parent : 0);
     wj_json_str(&j, "exec_from", hint && hint->from[0] ? hint->from : 0);
-    wj_json_str(&j, "log", wj_proc.log.path);
+    wj_json_str(&j, "log", wj_proc.log_path);   // segment 0's path, in every segment
 
     struct utsname u;
     if (uname(&u) == 0) {
@@ -384,6 +384,10 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     wj_json_int(&j, "http_records", wj_proc.config.http_records);
     wj_json_int(&j, "sample_ms", wj_proc.config.sample_ms);
     wj_json_int(&j, "stall_ms", wj_proc.config.stall_ms);
+    wj_json_int(&j, "segment_mb", wj_proc.config.segment_mb);
+    wj_json_int(&j, "segment_s", wj_proc.config.segment_s);
+    wj_json_int(&j, "retain_mb", wj_proc.config.retain_mb);
+    wj_json_int(&j, "dir_retain_mb", wj_proc.config.dir_retain_mb);
     wj_json_begin_array(&j, "redact");
     if (wj_proc.config.redact & WJ_REDACT_QUERY) wj_json_str(&j, 0, "query");
     if (wj_proc.config.redact & WJ_REDACT_USERINFO) wj_json_str(&j, 0, "userinfo");

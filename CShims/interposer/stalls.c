@@ -711,6 +711,7 @@ static void stalls_final(void) {
 
 static unsigned long long modules_adds = ~0ull, modules_subs = ~0ull;
 static int modules_gen;
+static int modules_segment = -1;   // the log segment the last modules record went to
 
 static int count_changes(struct dl_phdr_info *info, size_t size, void *data) {
     unsigned long long *v = data;
@@ -848,9 +849,11 @@ static size_t next_record(char *buf, size_t cap, int *is_modules) {
         if (atomic_load_explicit(&s->state, memory_order_acquire) != BUF_READY) continue;
         unsigned long long v[2] = {0, 0};
         dl_iterate_phdr(count_changes, v);
-        if (v[0] != modules_adds || v[1] != modules_subs) {
+        // Again in each log segment: a segment can be read alone.
+        if (v[0] != modules_adds || v[1] != modules_subs || modules_segment != wj_proc.log.seg.index) {
             modules_adds = v[0];
             modules_subs = v[1];
+            modules_segment = wj_proc.log.seg.index;
             modules_gen++;
             *is_modules = 1;
             size_t n = format_modules(buf, cap);
@@ -938,6 +941,7 @@ static void stalls_forked_child(void) {
     for (int i = 0; i < touched; i++) atomic_store(&stalls[i].state, BUF_FREE);
     modules_adds = modules_subs = ~0ull;
     modules_gen = 0;
+    modules_segment = -1;
     atomic_store(&watch_due, 0);
 }
 

@@ -144,6 +144,10 @@ public struct RunAnalysis: Sendable {
     public private(set) var durations = DurationStats()
     public private(set) var dnsDurations = DurationStats()
     public private(set) var slowest: SlowestRequests
+    public private(set) var summarizedGroups = SummarizedGroups()
+    public private(set) var endpoints = EndpointCollection()
+    /// The current log's lookups, for the set-up of the slowest exchanges.
+    private var lookups = LookupTracker()
     public private(set) var readerWarnings: [ReaderWarning] = []
     public private(set) var filesRead = 0
     private var index: [String: Int] = [:]
@@ -154,12 +158,20 @@ public struct RunAnalysis: Sendable {
     private var connectionHostsLog = -1
 
     /// `slowest`: how many of the slowest exchanges to keep.
-    public init(slowest: Int = 10) { self.slowest = SlowestRequests(limit: slowest) }
+    /// Whether single requests are collected for the HTML waterfall (only the HTML report draws
+    /// them: the text and JSON reports skip that work).
+    public let collectsRequests: Bool
+
+    public init(slowest: Int = 10, collectRequests: Bool = true) {
+        self.slowest = SlowestRequests(limit: slowest)
+        collectsRequests = collectRequests
+    }
 
     /// Reads `paths` (files or directories). Throws when there is nothing to report on; the
     /// failure carries the reader's warnings so the caller can show why.
-    public static func load(paths: [String], reader: LogReader = LogReader(), slowest: Int = 10) throws(LoadFailure) -> RunAnalysis {
-        var analysis = RunAnalysis(slowest: slowest)
+    public static func load(paths: [String], reader: LogReader = LogReader(), slowest: Int = 10,
+                            collectRequests: Bool = true) throws(LoadFailure) -> RunAnalysis {
+        var analysis = RunAnalysis(slowest: slowest, collectRequests: collectRequests)
         var reader = reader
         do {
             try reader.read(paths: paths) { (origin: LogReader.RecordOrigin, record) in
@@ -189,14 +201,14 @@ public struct RunAnalysis: Sendable {
         lastFile = file
         lastIndex = i
         logs[i].add(record)
-        requests.add(record, file: i)
+        if collectsRequests { requests.add(record, file: i) }
         switch record {
         case .connection(let c):
             let key = PeerKey(c)
             peers[key, default: PeerStats(key: key)].add(c)
             connectionStats.add(c)
             attribute(c, log: i)
-            slowest.add(connection: c, log: i)
+            slowest.add(connection: c, log: i, lookup: lookups.lookup(of: c, file: i))
         case .http(let h):
             let key = HTTPKey(h)
             http[key, default: HTTPStats(key: key)].add(h)
@@ -207,13 +219,17 @@ public struct RunAnalysis: Sendable {
             if let t = h.ttfbUs { ttfb.record(t) }
             if let d = h.durationUs { durations.record(d) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
+            endpoints.add(h)
         case .httpSummary(let s):
             let key = HTTPKey(s)
             http[key, default: HTTPStats(key: key)].add(s)
             if let t = s.ttfbUs { ttfb.record(summary: t) }
             if let d = s.durationUs { durations.record(summary: d) }
+            summarizedGroups.add(s)
+            endpoints.add(s)
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
+            lookups.add(d, file: i)
         case .stall(let s):
             stalls.add(s, log: i)
         case .modules:

@@ -7,6 +7,7 @@ public enum ConfigValidator {
         "WEDJAT_DIR", "WEDJAT_DISABLE", "WEDJAT_ARGV", "WEDJAT_FLUSH_MS",
         "WEDJAT_MAX_CONNECTIONS", "WEDJAT_LOG_MAX_MB", "WEDJAT_LIB", "WEDJAT_HTTP", "WEDJAT_HTTP_RECORDS",
         "WEDJAT_CAPTURE_BYTES", "WEDJAT_REDACT", "WEDJAT_SAMPLE_MS", "WEDJAT_STALL_MS",
+        "WEDJAT_SEGMENT_MB", "WEDJAT_SEGMENT_S", "WEDJAT_RETAIN_MB", "WEDJAT_DIR_RETAIN_MB",
     ]
 
     /// The library's limits: (name, lowest, highest, default).
@@ -17,6 +18,10 @@ public enum ConfigValidator {
         ("WEDJAT_CAPTURE_BYTES", 0, 65536, 8192),
         ("WEDJAT_HTTP_RECORDS", 0, 1_000_000, 200),
         ("WEDJAT_STALL_MS", 0, 3_600_000, 250),
+        ("WEDJAT_SEGMENT_MB", 0, 1_048_576, 64),
+        ("WEDJAT_SEGMENT_S", 0, 31_536_000, 0),
+        ("WEDJAT_RETAIN_MB", 0, 1_048_576, 1024),
+        ("WEDJAT_DIR_RETAIN_MB", 0, 1_048_576, 0),
     ]
 
     /// The library keeps 100 bytes of its path buffer for the file name.
@@ -42,6 +47,15 @@ public enum ConfigValidator {
         }
         if let v = env["WEDJAT_ARGV"], !["full", "redact", "none"].contains(v.lowercased()) {
             warn("WEDJAT_ARGV", v, "expected full, redact or none; using redact")
+        }
+        if let v = env["WEDJAT_REDACT"] {
+            let words = ["query", "userinfo", "fragment"]
+            if v.isEmpty {
+                warn("WEDJAT_REDACT", v, "empty; use none to turn redaction off; using all")
+            } else if !["all", "none"].contains(v.lowercased()),
+                      !v.split(separator: ",", omittingEmptySubsequences: false).allSatisfy({ words.contains($0.lowercased()) }) {
+                warn("WEDJAT_REDACT", v, "expected all, none, or a list of query, userinfo, fragment; using all")
+            }
         }
         for s in integerSettings {
             if let v = env[s.name], parseInt(v, lo: s.lo, hi: s.hi) == nil {

@@ -24,9 +24,18 @@ public struct DiffRow: Codable, Sendable {
     public var b: Double?
     public var change: Double?
     public var relative: Double?
+    /// Each run's own spread of the value, `[low, high]`: a percentile's 95% confidence range
+    /// (Report.Percentiles), a rate's (p ± 1.96·√(p(1−p)/n)); absent for values without one.
+    public var aRange: [Double]?
+    public var bRange: [Double]?
+    /// Whether the change is beyond the spread: the two ranges do not overlap. Absent without ranges.
+    public var significant: Bool?
 
-    init(metric: String, unit: MetricUnit, a: Double?, b: Double?) {
+    init(metric: String, unit: MetricUnit, a: Double?, b: Double?, aRange: [Double]? = nil, bRange: [Double]? = nil) {
         self.metric = metric; self.unit = unit; self.a = a; self.b = b
+        self.aRange = a == nil ? nil : aRange
+        self.bRange = b == nil ? nil : bRange
+        if let ra = self.aRange, let rb = self.bRange { significant = ra[1] < rb[0] || rb[1] < ra[0] }
         // Rounded to 6 decimals, as the report's rates: 0.166667, not 0.16666666666666666.
         func round6(_ v: Double) -> Double { (v * 1e6).rounded() / 1e6 }
         if let a, let b {
@@ -54,8 +63,11 @@ public struct Threshold: Codable, Sendable, Equatable {
 
     public var expression: String
     public var metric: String
-    /// A host (`http[].host`): the metric of that host's rows instead of the run's.
-    public var host: String?
+    /// What `@` names: a host as the report prints it (`http://localhost:23080`, `localhost:23080`,
+    /// or `localhost` for any port), an endpoint (`GET /items/{n}`, `/slow`, `localhost:23080/slow`;
+    /// numbers and ids in the path are folded as the report folds them), or `*` for every
+    /// endpoint. nil: the whole run.
+    public var target: String?
     public var comparison: Comparison
     public var measure: Measure
     /// In the metric's unit (microseconds, bytes, count, a 0...1 ratio for a rate value);
@@ -63,37 +75,51 @@ public struct Threshold: Codable, Sendable, Equatable {
     public var limit: Double
 
     public static let syntax = """
-        METRIC[@HOST] OP VALUE, OP one of > >= < <=. VALUE with a sign is a change from A to B: \
-        +10% (relative), +0.5pp (percentage points, rates only), +5ms or +3 (in the metric's unit); \
-        without a sign it is B's own value: 250ms, 1.5%, 512MiB, 0. Units: us, ms, s; B, KiB, MiB, GiB; \
-        % for rates. Examples: 'ttfb.p99>+10%' 'http.error_rate>+0.5pp' 'rss.peak>+20%' 'drops>0' \
-        'total.p95@api.example.com>300ms'
+        METRIC[@TARGET] OP VALUE, OP one of > >= < <=. TARGET: a host as the report prints it \
+        (http://localhost:8080, localhost:8080, or localhost for any port), an endpoint (GET /items/{n}, \
+        /slow, localhost:8080/slow), or * for every endpoint; one that matches nothing in either run is an \
+        error. VALUE with a sign is a change from A to B: +10% (relative), +0.5pp (percentage points, rates \
+        only), +5ms or +3 (in the metric's unit); without a sign it is B's own value: 250ms, 1.5%, 512MiB, 0. \
+        Units: us, ms, s; B, KiB, MiB, GiB; % for rates. Examples: 'ttfb.p99>+10%' 'http.error_rate>+0.5pp' \
+        'rss.peak>+20%' 'drops>0' 'total.p95@api.example.com>300ms' 'ttfb.p95@GET /slow>+10%' 'ttfb.p95@*>+25%'
         """
+
+    /// Targets are host or endpoint ones: the metrics they have.
+    var isEndpointTarget: Bool { Threshold.isEndpoint(target) }
+    static func isEndpoint(_ target: String?) -> Bool {
+        guard let t = target else { return false }
+        var rest = Substring(t)
+        for scheme in ["http(s)://", "https://", "http://"] { if let r = rest.range(of: scheme) { rest = rest[r.upperBound...] } }
+        while rest.hasSuffix("/") { rest = rest.dropLast() }
+        return t == "*" || rest.contains("/")
+    }
 
     public init(parsing text: String) throws(DiffError) {
         func bad(_ why: String) -> DiffError { .badThreshold(text, why) }
-        let s = text.filter { !$0.isWhitespace }
-        guard let opStart = s.firstIndex(where: { $0 == ">" || $0 == "<" }) else { throw bad("no comparison (> >= < <=)") }
-        var rest = s[s.index(after: opStart)...]
-        var op = String(s[opStart])
+        guard let opStart = text.firstIndex(where: { $0 == ">" || $0 == "<" }) else { throw bad("no comparison (> >= < <=)") }
+        var rest = text[text.index(after: opStart)...].filter { !$0.isWhitespace }[...]
+        var op = String(text[opStart])
         if rest.first == "=" { op += "="; rest = rest.dropFirst() }
         comparison = Comparison(rawValue: op)!
-        let left = s[..<opStart]
+        let left = text[..<opStart].trimmingCharacters(in: .whitespaces)
         if let at = left.firstIndex(of: "@") {
-            metric = String(left[..<at])
-            host = String(left[left.index(after: at)...])
-            guard !host!.isEmpty else { throw bad("empty host after @") }
-            guard DiffMetrics.hostUnits[metric] != nil else {
-                throw bad("\"\(metric)\" is not a per-host metric (those are: "
-                          + DiffMetrics.hostUnits.keys.sorted().joined(separator: ", ") + ")")
+            metric = String(left[..<at]).trimmingCharacters(in: .whitespaces)
+            let t = String(left[left.index(after: at)...]).trimmingCharacters(in: .whitespaces)
+            guard !t.isEmpty else { throw bad("empty target after @") }
+            target = t
+            let endpoint = Threshold.isEndpoint(t)
+            let units = endpoint ? DiffMetrics.endpointUnits : DiffMetrics.hostUnits
+            guard units[metric] != nil else {
+                throw bad("\"\(metric)\" is not a per-\(endpoint ? "endpoint" : "host") metric (those are: "
+                          + units.keys.sorted().joined(separator: ", ") + ")")
             }
         } else {
-            metric = String(left)
+            metric = left
             guard DiffMetrics.units[metric] != nil else {
                 throw bad("unknown metric \"\(metric)\" (known: " + DiffMetrics.units.keys.sorted().joined(separator: ", ") + ")")
             }
         }
-        let unit = (host == nil ? DiffMetrics.units : DiffMetrics.hostUnits)[metric]!
+        let unit = (target == nil ? DiffMetrics.units : Threshold.isEndpoint(target) ? DiffMetrics.endpointUnits : DiffMetrics.hostUnits)[metric]!
         expression = text
 
         var value = String(rest)
@@ -173,11 +199,14 @@ public struct Threshold: Codable, Sendable, Equatable {
 public enum DiffError: Error, CustomStringConvertible, Equatable {
     case badThreshold(String, String)
     case badReport(String, String)
+    /// A `--fail-if` whose target is in neither run: a gate that cannot fail must not pass.
+    case noMatch(String, String)
 
     public var description: String {
         switch self {
         case .badThreshold(let t, let why): "bad --fail-if '\(t)': \(why). Syntax: \(Threshold.syntax)"
         case .badReport(let path, let why): "\(path): \(why)"
+        case .noMatch(let t, let known): "--fail-if '\(t)': its target matches no host or endpoint in either run (\(known))"
         }
     }
 }
@@ -198,6 +227,13 @@ public enum DiffMetrics {
         return u
     }()
 
+    /// Of one endpoint.
+    public static let endpointUnits: [String: MetricUnit] = {
+        var u: [String: MetricUnit] = ["requests": .count, "http.error_rate": .rate, "http.4xx_rate": .rate, "http.5xx_rate": .rate]
+        for phase in ["ttfb", "total"] { for (p, _) in percentiles { u[phase + "." + p] = .us } }
+        return u
+    }()
+
     /// Of one host.
     public static let hostUnits: [String: MetricUnit] = {
         var u: [String: MetricUnit] = [
@@ -208,36 +244,67 @@ public enum DiffMetrics {
         return u
     }()
 
+    /// A metric's value and its spread (`[low, high]`, where the report has one).
+    typealias Value = (name: String, value: Double?, range: [Double]?)
+
+    /// A rate's 95% range over `n` trials (normal approximation, with a continuity half-count).
+    static func rateRange(_ p: Double?, _ n: Int64) -> [Double]? {
+        guard let p, n > 0 else { return nil }
+        let half = 1.96 * (p * (1 - p) / Double(n)).squareRoot() + 0.5 / Double(n)
+        return [Swift.max(0, p - half), Swift.min(1, p + half)]
+    }
+
     /// Overall metrics of a report, in display order; nil where the run has no such value.
-    static func overall(_ r: Report) -> [(String, Double?)] {
+    static func overall(_ r: Report) -> [Value] {
         let h = r.headline
         func d<T: BinaryInteger>(_ v: T?) -> Double? { v.map { Double($0) } }
-        var out: [(String, Double?)] = [
-            ("processes", d(h.processes)), ("duration", d(h.spanUs)), ("connections", d(h.connections)),
-            ("requests", d(h.httpRequests)), ("connection.error_rate", h.connectionErrorRate),
-            ("network.error_rate", h.networkErrorRate), ("http.error_rate", h.httpErrorRate),
-            ("http.4xx_rate", h.clientErrorRate), ("http.5xx_rate", h.serverErrorRate),
+        let attempts = r.http.reduce(Int64(0)) { $0 + $1.attempts }
+        var out: [Value] = [
+            ("processes", d(h.processes), nil), ("duration", d(h.spanUs), nil), ("connections", d(h.connections), nil),
+            ("requests", d(h.httpRequests), nil),
+            ("connection.error_rate", h.connectionErrorRate, rateRange(h.connectionErrorRate, Int64(h.connections))),
+            ("network.error_rate", h.networkErrorRate, rateRange(h.networkErrorRate, attempts)),
+            ("http.error_rate", h.httpErrorRate, rateRange(h.httpErrorRate, h.httpRequests)),
+            ("http.4xx_rate", h.clientErrorRate, rateRange(h.clientErrorRate, h.httpRequests)),
+            ("http.5xx_rate", h.serverErrorRate, rateRange(h.serverErrorRate, h.httpRequests)),
         ]
         out += phases([("ttfb", h.ttfbUs), ("total", h.durationUs), ("connect", h.connectUs), ("tls", h.tlsUs), ("dns", h.dnsUs)])
-        out += [("cpu.time", d(h.cpuTimeUs)), ("rss.peak", d(h.peakRssBytes)), ("stalls", d(h.stalls)),
-                ("drops", d(h.droppedEvents + h.droppedRecords + h.captureDropped + h.untrackedConnections))]
+        out += [("cpu.time", d(h.cpuTimeUs), nil), ("rss.peak", d(h.peakRssBytes), nil), ("stalls", d(h.stalls), nil),
+                ("drops", d(h.droppedEvents + h.droppedRecords + h.captureDropped + h.untrackedConnections), nil)]
         return out
     }
 
-    static func host(_ row: Report.HTTPRow) -> [(String, Double?)] {
-        var out: [(String, Double?)] = [
-            ("requests", Double(row.requests)), ("connections", Double(row.connections)),
-            ("network.error_rate", row.networkErrorRate), ("http.error_rate", row.httpErrorRate),
-            ("http.4xx_rate", row.clientErrorRate), ("http.5xx_rate", row.serverErrorRate),
+    static func host(_ row: Report.HTTPRow) -> [Value] {
+        var out: [Value] = [
+            ("requests", Double(row.requests), nil), ("connections", Double(row.connections), nil),
+            ("network.error_rate", row.networkErrorRate, rateRange(row.networkErrorRate, row.attempts)),
+            ("http.error_rate", row.httpErrorRate, rateRange(row.httpErrorRate, row.requests)),
+            ("http.4xx_rate", row.clientErrorRate, rateRange(row.clientErrorRate, row.requests)),
+            ("http.5xx_rate", row.serverErrorRate, rateRange(row.serverErrorRate, row.requests)),
         ]
         out += phases([("ttfb", row.ttfbUs), ("total", row.durationUs), ("connect", row.connectUs), ("tls", row.tlsUs),
                        ("dns", row.dnsUs)])
         return out
     }
 
-    private static func phases(_ list: [(String, Report.Percentiles?)]) -> [(String, Double?)] {
-        list.flatMap { name, p in
-            percentiles.map { suffix, path in (name + "." + suffix, p.map { Double($0[keyPath: path]) }) }
+    static func endpoint(_ row: Report.EndpointRow) -> [Value] {
+        let c = row.statusClasses
+        var out: [Value] = [
+            ("requests", Double(row.requests), nil),
+            ("http.error_rate", row.httpErrorRate, rateRange(row.httpErrorRate, row.requests)),
+            ("http.4xx_rate", Report.rate(c.s4xx, row.requests), rateRange(Report.rate(c.s4xx, row.requests), row.requests)),
+            ("http.5xx_rate", Report.rate(c.s5xx, row.requests), rateRange(Report.rate(c.s5xx, row.requests), row.requests)),
+        ]
+        out += phases([("ttfb", row.ttfbUs), ("total", row.durationUs)])
+        return out
+    }
+
+    private static func phases(_ list: [(String, Report.Percentiles?)]) -> [Value] {
+        list.flatMap { name, p -> [Value] in
+            let ranges: [String: [Int64]?] = ["p50": p?.p50Range, "p95": p?.p95Range, "p99": p?.p99Range]
+            return percentiles.map { suffix, path in
+                (name + "." + suffix, p.map { Double($0[keyPath: path]) }, (ranges[suffix] ?? nil)?.map(Double.init))
+            }
         }
     }
 }
@@ -261,75 +328,125 @@ public struct RunDiff: Codable, Sendable {
         public var metrics: [DiffRow]
     }
 
+    public struct EndpointDiff: Codable, Sendable {
+        /// `endpoints[].key`: `GET /items/{n}`.
+        public var key: String
+        public var role: String
+        public var host: String
+        public var method: String
+        public var path: String
+        public var seenIn: String
+        public var metrics: [DiffRow]
+    }
+
     public struct ThresholdResult: Codable, Sendable {
         public var expression: String
         public var metric: String
-        public var host: String?
+        public var target: String?
+        /// The hosts or endpoints the target matched (`role host` or `role host METHOD path`).
+        public var matched: [String]?
         public var comparison: Threshold.Comparison
         public var measure: Threshold.Measure
         public var limit: Double
-        /// What was compared with `limit` (for each host row the threshold names, the worst).
+        /// What was compared with `limit` (for each row the threshold names, the worst).
         public var measured: Double?
+        /// Which row that was, when the target matched several.
+        public var worst: String?
         /// `fail` (crossed), `pass`, or `not_evaluated` (a run lacks the metric).
         public var status: String
         public var reason: String?
     }
 
-    public var diffVersion = 1
+    public var diffVersion = 2
     public var a: RunInfo
     public var b: RunInfo
     public var metrics: [DiffRow]
     public var hosts: [HostDiff]
+    public var endpoints: [EndpointDiff]
     public var thresholds: [ThresholdResult]
     /// True when a threshold was crossed.
     public var failed: Bool
 
-    public init(a: Report, pathA: String, b: Report, pathB: String, thresholds: [Threshold] = []) {
+    /// Throws when a threshold's target matches nothing in either run.
+    public init(a: Report, pathA: String, b: Report, pathB: String, thresholds: [Threshold] = []) throws(DiffError) {
         func info(_ r: Report, _ path: String) -> RunInfo {
             RunInfo(path: path, processes: r.headline.processes, startTs: r.headline.startTs, spanUs: r.headline.spanUs)
         }
         self.a = info(a, pathA)
         self.b = info(b, pathB)
-        let overallB = Dictionary(DiffMetrics.overall(b), uniquingKeysWith: { x, _ in x })
-        metrics = DiffMetrics.overall(a).map { name, va in
-            DiffRow(metric: name, unit: DiffMetrics.units[name]!, a: va, b: overallB[name] ?? nil)
-        }
+        metrics = RunDiff.rows(DiffMetrics.overall(a), DiffMetrics.overall(b), units: DiffMetrics.units)
 
-        // Hosts by (role, host), in B's order then those only in A.
-        struct Key: Hashable { var role: String, host: String }
-        let rowsA = Dictionary(a.http.map { (Key(role: $0.role, host: $0.host), $0) }, uniquingKeysWith: { x, _ in x })
-        let keysB = Set(b.http.map { Key(role: $0.role, host: $0.host) })
+        // Hosts by (role, host), in B's order then those only in A; endpoints likewise.
+        struct Key: Hashable { var role: String, host: String, method: String = "", path: String = "" }
+        let hostsA = Dictionary(a.http.map { (Key(role: $0.role, host: $0.host), $0) }, uniquingKeysWith: { x, _ in x })
+        let hostKeysB = Set(b.http.map { Key(role: $0.role, host: $0.host) })
         var hosts: [HostDiff] = []
-        for rb in b.http {
-            let ra = rowsA[Key(role: rb.role, host: rb.host)]
-            hosts.append(RunDiff.hostDiff(ra, rb))
+        func hostDiff(_ ra: Report.HTTPRow?, _ rb: Report.HTTPRow?) -> HostDiff {
+            let any = (rb ?? ra)!
+            return HostDiff(key: any.key, role: any.role, host: any.host, seenIn: ra != nil && rb != nil ? "both" : ra != nil ? "a" : "b",
+                            metrics: RunDiff.rows(ra.map(DiffMetrics.host) ?? [], rb.map(DiffMetrics.host) ?? [],
+                                                  units: DiffMetrics.hostUnits))
         }
-        for ra in a.http where !keysB.contains(Key(role: ra.role, host: ra.host)) { hosts.append(RunDiff.hostDiff(ra, nil)) }
+        for rb in b.http { hosts.append(hostDiff(hostsA[Key(role: rb.role, host: rb.host)], rb)) }
+        for ra in a.http where !hostKeysB.contains(Key(role: ra.role, host: ra.host)) { hosts.append(hostDiff(ra, nil)) }
         self.hosts = hosts
+
+        func ek(_ e: Report.EndpointRow) -> Key { Key(role: e.role, host: e.host, method: e.method, path: e.path) }
+        let endpointsA = Dictionary(a.endpoints.map { (ek($0), $0) }, uniquingKeysWith: { x, _ in x })
+        let endpointKeysB = Set(b.endpoints.map(ek))
+        var endpoints: [EndpointDiff] = []
+        func endpointDiff(_ ra: Report.EndpointRow?, _ rb: Report.EndpointRow?) -> EndpointDiff {
+            let any = (rb ?? ra)!
+            return EndpointDiff(key: any.key, role: any.role, host: any.host, method: any.method, path: any.path,
+                                seenIn: ra != nil && rb != nil ? "both" : ra != nil ? "a" : "b",
+                                metrics: RunDiff.rows(ra.map(DiffMetrics.endpoint) ?? [], rb.map(DiffMetrics.endpoint) ?? [],
+                                                      units: DiffMetrics.endpointUnits))
+        }
+        for rb in b.endpoints { endpoints.append(endpointDiff(endpointsA[ek(rb)], rb)) }
+        for ra in a.endpoints where !endpointKeysB.contains(ek(ra)) { endpoints.append(endpointDiff(ra, nil)) }
+        self.endpoints = endpoints
 
         var results: [ThresholdResult] = []
         for t in thresholds {
-            let rows: [DiffRow]
-            if let host = t.host {
-                rows = hosts.filter { $0.host == host }.compactMap { h in h.metrics.first { $0.metric == t.metric } }
+            var rows: [(label: String, row: DiffRow)] = []
+            var matched: [String]?
+            if let target = t.target {
+                if t.isEndpointTarget {
+                    let hits = endpoints.filter { RunDiff.endpoint($0, matches: target) }
+                    matched = hits.map { "\($0.role) \($0.host) \($0.key)" }
+                    rows = hits.compactMap { e in
+                        e.metrics.first(where: { $0.metric == t.metric }).map { ("\(e.role) \(e.host) \(e.key)", $0) }
+                    }
+                } else {
+                    let hits = hosts.filter { RunDiff.host($0.host, key: $0.key, matches: target) }
+                    matched = hits.map { "\($0.role) \($0.host)" }
+                    rows = hits.compactMap { h in h.metrics.first(where: { $0.metric == t.metric }).map { ("\(h.role) \(h.host)", $0) } }
+                }
+                if matched!.isEmpty {
+                    let known = t.isEndpointTarget
+                        ? "endpoints: " + endpoints.prefix(8).map { "\($0.host) \($0.key)" }.joined(separator: ", ") + (endpoints.count > 8 ? ", …" : "")
+                        : "hosts: " + hosts.prefix(8).map(\.host).joined(separator: ", ") + (hosts.count > 8 ? ", …" : "")
+                    throw .noMatch(t.expression, known)
+                }
             } else {
-                rows = metrics.filter { $0.metric == t.metric }
+                rows = metrics.filter { $0.metric == t.metric }.map { ("", $0) }
             }
-            let values = rows.compactMap { t.measured($0) }
-            var result = ThresholdResult(expression: t.expression, metric: t.metric, host: t.host, comparison: t.comparison,
-                                         measure: t.measure, limit: t.limit, measured: nil, status: "not_evaluated")
-            if rows.isEmpty {
-                result.reason = "no host \(t.host ?? "") in either run"
-            } else if values.isEmpty {
-                let missingA = rows.allSatisfy { $0.a == nil }, missingB = rows.allSatisfy { $0.b == nil }
+            let values = rows.compactMap { r in t.measured(r.row).map { (r.label, $0) } }
+            var result = ThresholdResult(expression: t.expression, metric: t.metric, target: t.target, matched: matched,
+                                         comparison: t.comparison, measure: t.measure, limit: t.limit, measured: nil,
+                                         status: "not_evaluated")
+            if values.isEmpty {
+                let missingA = rows.allSatisfy { $0.row.a == nil }, missingB = rows.allSatisfy { $0.row.b == nil }
                 result.reason = missingA && missingB ? "neither run has it" : missingA ? "run A does not have it"
                     : missingB ? "run B does not have it" : "not computable"
             } else {
                 // The value farthest past the limit decides.
-                let worst = t.comparison == .above || t.comparison == .atLeast ? values.max()! : values.min()!
-                result.measured = worst.isFinite ? worst : (worst > 0 ? Double.greatestFiniteMagnitude : -Double.greatestFiniteMagnitude)
-                result.status = t.crossed(by: worst) ? "fail" : "pass"
-                if !worst.isFinite { result.reason = "A is 0: any increase is infinitely large" }
+                let up = t.comparison == .above || t.comparison == .atLeast
+                let worst = values.max { up ? $0.1 < $1.1 : $0.1 > $1.1 }!
+                result.measured = worst.1.isFinite ? worst.1 : (worst.1 > 0 ? Double.greatestFiniteMagnitude : -Double.greatestFiniteMagnitude)
+                if values.count > 1 { result.worst = worst.0 }
+                result.status = t.crossed(by: worst.1) ? "fail" : "pass"
+                if !worst.1.isFinite { result.reason = "A is 0: any increase is infinitely large" }
             }
             results.append(result)
         }
@@ -337,14 +454,42 @@ public struct RunDiff: Codable, Sendable {
         failed = results.contains { $0.status == "fail" }
     }
 
-    private static func hostDiff(_ ra: Report.HTTPRow?, _ rb: Report.HTTPRow?) -> HostDiff {
-        let any = (rb ?? ra)!
-        let ma = ra.map(DiffMetrics.host) ?? [], mb = rb.map(DiffMetrics.host) ?? []
-        let names = (mb.isEmpty ? ma : mb).map(\.0)
-        let va = Dictionary(ma, uniquingKeysWith: { x, _ in x }), vb = Dictionary(mb, uniquingKeysWith: { x, _ in x })
-        return HostDiff(key: any.key, role: any.role, host: any.host,
-                        seenIn: ra != nil && rb != nil ? "both" : ra != nil ? "a" : "b",
-                        metrics: names.map { DiffRow(metric: $0, unit: DiffMetrics.hostUnits[$0]!, a: va[$0] ?? nil, b: vb[$0] ?? nil) })
+    private static func rows(_ ma: [DiffMetrics.Value], _ mb: [DiffMetrics.Value], units: [String: MetricUnit]) -> [DiffRow] {
+        let names = (mb.isEmpty ? ma : mb).map(\.name)
+        let va = Dictionary(ma.map { ($0.name, $0) }, uniquingKeysWith: { x, _ in x })
+        let vb = Dictionary(mb.map { ($0.name, $0) }, uniquingKeysWith: { x, _ in x })
+        return names.map { n in
+            DiffRow(metric: n, unit: units[n]!, a: va[n]?.value, b: vb[n]?.value, aRange: va[n]?.range, bRange: vb[n]?.range)
+        }
+    }
+
+    /// A host target: the host as the report prints it (`client → http://h:80`, `→ http://h:80`,
+    /// `http://h:80`, `h:80`), or its name alone for any port.
+    static func host(_ host: String, key: String, matches target: String) -> Bool {
+        var t = Substring(target)
+        for prefix in ["client → ", "server ← ", "→ ", "← "] where t.hasPrefix(prefix) { t = t.dropFirst(prefix.count) }
+        for scheme in ["http(s)://", "https://", "http://"] where t.hasPrefix(scheme) { t = t.dropFirst(scheme.count) }
+        while t.hasSuffix("/") { t = t.dropLast() }
+        if t == host { return true }
+        // `localhost` for `localhost:23080`; `[::1]` for `[::1]:8080`.
+        if let colon = host.lastIndex(of: ":"), !host[colon...].contains("]"), host[..<colon] == t { return true }
+        return false
+    }
+
+    /// An endpoint target: `*`, or `[METHOD ][HOST]/path` with the path folded as the report folds it.
+    static func endpoint(_ e: EndpointDiff, matches target: String) -> Bool {
+        if target == "*" { return true }
+        var t = Substring(target.trimmingCharacters(in: .whitespaces))
+        if let space = t.firstIndex(of: " ") {
+            let method = t[..<space]
+            guard method.uppercased() == e.method.uppercased() else { return false }
+            t = t[space...].drop { $0 == " " }
+        }
+        for scheme in ["https://", "http://"] where t.hasPrefix(scheme) { t = t.dropFirst(scheme.count) }
+        guard let slash = t.firstIndex(of: "/") else { return false }
+        let hostPart = t[..<slash]
+        if !hostPart.isEmpty, !host(e.host, key: e.host, matches: String(hostPart)) { return false }
+        return PathTemplate.fold(String(t[slash...])) == e.path || String(t[slash...]) == e.path
     }
 }
 
@@ -382,6 +527,10 @@ public struct DiffText {
                                            "ttfb.p99", "total.p50", "total.p95", "total.p99", "connect.p50", "tls.p50",
                                            "dns.p50"]
 
+    static let endpointsShown = 8
+    static let endpointMetrics: Set<String> = ["requests", "http.error_rate", "ttfb.p50", "ttfb.p95", "ttfb.p99", "total.p50",
+                                               "total.p95", "total.p99"]
+
     public init(color: Bool = false) { self.color = color }
 
     public func render(_ d: RunDiff) -> String {
@@ -407,6 +556,22 @@ public struct DiffText {
             }
         }
 
+        // Endpoints whose latency or errors changed beyond the runs' spread first, then by requests.
+        if !d.endpoints.isEmpty {
+            func moved(_ e: RunDiff.EndpointDiff) -> Bool { e.metrics.contains { $0.significant == true && ($0.change ?? 0) != 0 } }
+            let ordered = d.endpoints.filter(moved) + d.endpoints.filter { !moved($0) }
+            out += ["", style.bold("ENDPOINTS") + " (changed beyond the runs' spread first; total = request start → response end)"]
+            for e in ordered.prefix(Self.endpointsShown) {
+                let seen = e.seenIn == "both" ? "" : e.seenIn == "a" ? "  (only in A)" : "  (only in B)"
+                out.append("  " + (e.role == "server" ? "← " : "→ ") + e.host + " " + e.key + seen)
+                out += table(e.metrics.filter { Self.endpointMetrics.contains($0.metric) }, header: nil, style: style)
+                    .map { "  " + $0 }
+            }
+            if d.endpoints.count > Self.endpointsShown {
+                out.append("  … " + Format.count(d.endpoints.count - Self.endpointsShown, "more endpoint") + " (--format json lists all)")
+            }
+        }
+
         if !d.thresholds.isEmpty {
             out += ["", style.bold("THRESHOLDS")]
             for t in d.thresholds {
@@ -418,6 +583,7 @@ public struct DiffText {
                 }
                 var line = "  " + status + "  " + t.expression
                 if let m = t.measured { line += ": " + measuredText(m, t) }
+                if let w = t.worst { line += " at " + w }
                 if let r = t.reason { line += " (" + r + ")" }
                 out.append(line)
             }
@@ -434,9 +600,14 @@ public struct DiffText {
 
     /// Rows with a value in A or B.
     private func table(_ rows: [DiffRow], header: String?, style: TextReport) -> [String] {
-        var t = Table(header: [header ?? "", "A", "B", "CHANGE"], rightAligned: [1, 2])
+        var t = Table(header: [header ?? "", "A", "B", "CHANGE", "SPREAD (95%)"], rightAligned: [1, 2])
         for r in rows where r.a != nil || r.b != nil {
-            t.add([Cell(r.metric), Cell(value(r.a, r.unit)), Cell(value(r.b, r.unit)), Cell(change(r), colour(r))])
+            var spread = ""
+            if let ra = r.aRange, let rb = r.bRange {
+                spread = "A " + value(ra[0], r.unit) + "–" + value(ra[1], r.unit) + ", B " + value(rb[0], r.unit) + "–" + value(rb[1], r.unit)
+            }
+            t.add([Cell(r.metric), Cell(value(r.a, r.unit)), Cell(value(r.b, r.unit)),
+                   Cell(change(r) + (r.significant == false && (r.change ?? 0) != 0 ? " ~" : ""), colour(r)), Cell(spread)])
         }
         let lines = t.render(style)
         return header == nil ? Array(lines.dropFirst()) : lines
@@ -466,15 +637,24 @@ public struct DiffText {
         return text
     }
 
-    /// Red where more is worse (latency, errors, CPU, memory, stalls, drops); plain otherwise.
+    /// Red where more is worse (latency, errors, CPU, memory, stalls, drops) and the change is
+    /// beyond the runs' own spread (ranges that do not overlap); a percentile of too few values
+    /// to have a range never; a value without a spread (CPU time, peak RSS, a max) only when it
+    /// grew by 5% or more, or from nothing. `~` marks a change within the spread.
+    static let unspreadThreshold = 0.05
+
     private func colour(_ r: DiffRow) -> TextReport.Colour? {
         guard let c = r.change, c > 0 else { return nil }
         let neutral: Set<String> = ["processes", "duration", "connections", "requests"]
-        return neutral.contains(r.metric) ? nil : .red
+        guard !neutral.contains(r.metric) else { return nil }
+        if let significant = r.significant { return significant ? .red : nil }
+        // A percentile of too few values for a range: not enough to call it a change.
+        if [".p50", ".p95", ".p99"].contains(where: r.metric.hasSuffix) { return nil }
+        return (r.relative.map { $0 >= Self.unspreadThreshold } ?? true) ? .red : nil
     }
 
     private func measuredText(_ m: Double, _ t: RunDiff.ThresholdResult) -> String {
-        let unit = (t.host == nil ? DiffMetrics.units : DiffMetrics.hostUnits)[t.metric] ?? .count
+        let unit = DiffMetrics.units[t.metric] ?? DiffMetrics.hostUnits[t.metric] ?? .count
         let infinite = m == .greatestFiniteMagnitude || m == -.greatestFiniteMagnitude
         switch t.measure {
         case .relativeChange: return infinite ? (m > 0 ? "+∞%" : "-∞%") : (m >= 0 ? "+" : "") + Format.fixed(m, 2) + "%"

@@ -32,6 +32,20 @@ public enum Format {
         return "\(s / 3600)h" + pad2(s / 60 % 60) + "m" + pad2(s % 60) + "s"
     }
 
+    /// Three significant digits, for table columns: `850 us`, `6.22 ms`, `50.7 ms`, `401 ms`,
+    /// `1.20 s`, `2m03.4s`.
+    public static func shortDuration(_ us: Int64) -> String {
+        if us < 0 { return "-" + shortDuration(-us) }
+        if us < 1000 { return "\(us) us" }
+        func sig(_ v: Double, _ unit: String) -> String {
+            let digits = v < 9.995 ? 2 : v < 99.95 ? 1 : 0
+            return fixed(v, digits) + " " + unit
+        }
+        if us < 999_500 { return sig(Double(us) / 1000, "ms") }
+        if us < 60_000_000 { return sig(Double(us) / 1_000_000, "s") }
+        return duration(us)
+    }
+
     /// `2025-11-22 03:35:10.123` (UTC) from microseconds since the epoch.
     public static func timestamp(_ us: Int64) -> String {
         var t = time_t(us / 1_000_000)

@@ -23,6 +23,9 @@ final class JSONDocument {
         var next: Int32
     }
 
+    /// Objects of strings (`http.headers`) are decoded when true, only checked when false.
+    var keepStringMaps = true
+
     /// Deeper texts are rejected: recursion stays bounded whatever a line holds.
     static let maxDepth = 512
 
@@ -377,6 +380,17 @@ private struct Parser {
         let start = i
         var escaped = false
         while i < n {
+            // Eight plain ASCII bytes at a time (no quote, backslash, control byte or non-ASCII:
+            // the common case of a log's strings), then byte by byte.
+            while i + 8 <= n {
+                let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                func zeroByte(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+                let special = zeroByte(w ^ (ones &* 0x22)) | zeroByte(w ^ (ones &* 0x5C)) | ((w &- ones &* 0x20) & ~w & highs) | (w & highs)
+                if special != 0 { break }
+                i += 8
+            }
+            guard i < n else { break }
             let c = p[i]
             if c == UInt8(ascii: "\"") {
                 _ = nodes.append(.init(kind: .string, escaped: escaped, start: Int32(start), end: Int32(i), next: Int32(nodes.count + 1)))

@@ -49,18 +49,36 @@ public struct LogReader {
     public var maxWarningsPerFile: Int
     /// Called after every chunk with the bytes read so far over all files (a progress bar).
     public var onProgress: ((Int64) -> Void)?
-    public private(set) var warnings: [ReaderWarning] = []
+    public internal(set) var warnings: [ReaderWarning] = []
     public private(set) var filesRead = 0
-    public private(set) var recordsRead = 0
-    public private(set) var bytesRead: Int64 = 0
+    public internal(set) var recordsRead = 0
+    public internal(set) var bytesRead: Int64 = 0
     /// One parse buffer for every line.
     private let document = JSONDocument()
+    /// Threads that decode lines (LogReaderParallel.swift): the calling thread takes the records
+    /// in order, the others parse and decode the blocks ahead of it. 1: all on the calling thread.
+    public var threads: Int
+    /// Files at least this big are read that way (smaller ones are not worth a thread).
+    public var parallelMinBytes: Int64 = 4 << 20
+    /// Bytes of one block handed to a decoding thread.
+    var parallelBlockBytes = 1 << 20
+    /// `http` records' logged headers: decoded (the exports show them), or only checked
+    /// (the report does not use them, and their strings cost a tenth of the reading).
+    public var decodeHeaders: Bool {
+        get { document.keepStringMaps }
+        set { document.keepStringMaps = newValue }
+    }
 
-    public init(chunkSize: Int = 256 * 1024, maxLineBytes: Int = 16 * 1024 * 1024, maxWarningsPerFile: Int = 100) {
+    public init(chunkSize: Int = 256 * 1024, maxLineBytes: Int = 16 * 1024 * 1024, maxWarningsPerFile: Int = 100,
+                threads: Int = LogReader.defaultThreads) {
         self.chunkSize = max(1, chunkSize)
         self.maxLineBytes = max(1, maxLineBytes)
         self.maxWarningsPerFile = max(1, maxWarningsPerFile)
+        self.threads = max(1, threads)
     }
+
+    /// The CPUs this process may run on, at most 8.
+    public static let defaultThreads = max(1, min(8, ProcessInfo.processInfo.activeProcessorCount))
 
     /// Expands the arguments: a file is taken as is, a directory contributes every `*.ndjson`
     /// below it (recursively, sorted so reports are reproducible). Paths that do not exist
@@ -155,6 +173,11 @@ public struct LogReader {
         }
         defer { close(fd) }
         filesRead += 1
+        var st = stat()
+        if threads > 1, fstat(fd, &st) == 0, Int64(st.st_size) >= parallelMinBytes {
+            readInParallel(fd: fd, path: path, onRecord: onRecord)
+            return
+        }
 
         var state = FileState(path: path)
         var pending: [UInt8] = []        // bytes of the current line, when it spans chunks
@@ -221,7 +244,7 @@ public struct LogReader {
     }
 
     /// A warning about the current line of the file, unless the file already had its share.
-    private mutating func warn(_ state: inout FileState, _ message: String) {
+    mutating func warn(_ state: inout FileState, _ message: String) {
         state.warningCount += 1
         if state.warningCount > maxWarningsPerFile {
             state.suppressed += 1
@@ -230,7 +253,7 @@ public struct LogReader {
         }
     }
 
-    private struct FileState {
+    struct FileState {
         let path: String
         var lineNo = 0
         var sawRecord = false
@@ -240,15 +263,47 @@ public struct LogReader {
         var suppressed = 0
     }
 
+    /// What one line is, before the file's state is applied: decoding needs only the line (and
+    /// a parse buffer), so it can run on any thread.
+    enum LineResult: Sendable {
+        case blank
+        /// Over `maxLineBytes`: not parsed.
+        case tooLong
+        case record(Record)
+        case failed(LineDecodeError)
+    }
+
+    static func decodeLine(_ bytes: UnsafeRawBufferPointer, document: JSONDocument, maxLineBytes: Int) -> LineResult {
+        if bytes.count > maxLineBytes { return .tooLong }
+        // Blank lines carry nothing; they are not worth a warning.
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return .blank }
+        do {
+            return .record(try Record.decode(bytes, into: document))
+        } catch {
+            return .failed(error)
+        }
+    }
+
     private mutating func handleLine(_ bytes: UnsafeRawBufferPointer, state: inout FileState, complete: Bool,
                                      onRecord: (String, Int, Record) -> Void) {
+        apply(LogReader.decodeLine(bytes, document: document, maxLineBytes: maxLineBytes), state: &state, complete: complete,
+              onRecord: onRecord)
+    }
+
+    /// A decoded line in its file: warnings, the process_start rules, then the record.
+    mutating func apply(_ result: LineResult, state: inout FileState, complete: Bool,
+                        onRecord: (String, Int, Record) -> Void) {
         func warn(_ message: String) { self.warn(&state, message) }
-        // Blank lines carry nothing; they are not worth a warning.
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
         let record: Record
-        do {
-            record = try Record.decode(bytes, into: document)
-        } catch {
+        switch result {
+        case .blank:
+            return
+        case .tooLong:
+            warn("line longer than \(maxLineBytes) bytes; skipped")
+            return
+        case .record(let r):
+            record = r
+        case .failed(let error):
             switch error {
             case .invalidJSON:
                 warn(complete ? "invalid JSON; skipped" : "truncated last line (no trailing newline); skipped")

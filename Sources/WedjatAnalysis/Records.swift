@@ -177,6 +177,19 @@ public struct HTTPRecord: Sendable, Equatable {
         self.error = error; self.headers = headers
     }
 
+    /// TTFB, wait and total from the record's timestamps, where it has them: the writer rounds
+    /// `ttfb_us`, `duration_us` and the timestamps separately (they may differ by 1 us), and
+    /// every view (the report's percentiles, the waterfall, HAR, trace, OTLP) must give one
+    /// exchange one total whose phases add up (docs/REPORT_JSON.md, "Durations").
+    mutating func takeDurationsFromTimes() {
+        guard let start = requestStartTs else { return }
+        if let first = responseStartTs {
+            ttfbUs = first - start
+            if let end = requestEndTs { waitUs = first >= end ? first - end : nil }
+        }
+        if let last = responseEndTs { durationUs = last - start }
+    }
+
     /// The final response's version: as the record says, else the request's when a response
     /// was seen; nil without a response or in logs written before versions were.
     public var finalResponseVersion: String? { status == nil ? nil : responseVersion ?? version }
@@ -507,7 +520,7 @@ extension Record {
                 shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests"),
                 dnsUs: try f.int64("dns_us")))
         case "http":
-            return .http(HTTPRecord(
+            var h = HTTPRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"),
                 role: try f.string("role", required: true)!, scheme: try f.string("scheme"),
                 method: try f.string("method"), host: try f.string("host"), path: try f.string("path"),
@@ -522,7 +535,9 @@ extension Record {
                 responseHeaderBytes: try f.int64("response_header_bytes") ?? 0,
                 responseBodyBytes: try f.int64("response_body_bytes") ?? 0,
                 complete: try f.bool("complete"), upgraded: try f.bool("upgraded") ?? false,
-                error: try f.string("error"), headers: try f.stringMap("headers") ?? [:]))
+                error: try f.string("error"), headers: try f.stringMap("headers") ?? [:])
+            h.takeDurationsFromTimes()
+            return .http(h)
         case "http_summary":
             func distribution(_ key: String) throws(RecordDecodeError) -> SummaryDistribution? {
                 try f.object(key).map { d throws(RecordDecodeError) in
@@ -765,6 +780,12 @@ struct Fields {
     func stringMap(_ key: String) throws(RecordDecodeError) -> [String: String]? {
         guard let v = try raw(key, required: false, expected: "an object of strings") else { return nil }
         guard doc.kind(v) == .object else { throw bad(key, "an object of strings") }
+        guard doc.keepStringMaps else {
+            var allStrings = true
+            doc.forEachMember(v) { _, e in allStrings = doc.kind(e) == .string; return allStrings }
+            guard allStrings else { throw bad(key, "an object of strings") }
+            return [:]
+        }
         var out = [String: String](minimumCapacity: 8)   // no regrowth for the usual few headers
         var allStrings = true
         doc.forEachMember(v) { k, e in

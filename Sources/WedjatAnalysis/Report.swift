@@ -6,7 +6,7 @@ import Foundation
 
 public struct Report: Codable, Sendable {
     /// docs/REPORT_JSON.md: incremented when a field changes meaning or disappears.
-    public static let currentVersion = 2
+    public static let currentVersion = 3
     public var reportVersion = Report.currentVersion
     public var headline: Headline
     public var processes: [ProcessRow]
@@ -17,6 +17,11 @@ public struct Report: Codable, Sendable {
     public var statuses: [StatusRow]
     /// The slowest exchanges, slowest first.
     public var slowest: [SlowRow]
+    /// Per endpoint (method + path template of one host), by requests (ReportEndpoints).
+    public var endpoints: [EndpointRow]
+    /// The slowest groups of exchanges only counted in `http_summary` records (not candidates
+    /// for `slowest`: they have no single durations).
+    public var slowestSummarized: [SummarizedRow]
     public var connectionStats: ConnectionStatsRow
     public var tree: [TreeNode]
     /// Processes with `sample` records, busiest first (ReportVitals.swift).
@@ -110,17 +115,43 @@ public struct Report: Codable, Sendable {
         /// How many of `count` came from `http_summary` distributions (then the percentiles
         /// are upper bounds); absent when none did.
         public var summarized: Int?
+        /// The run's own spread of each percentile: `[low, high]`, the values at the ranks of a
+        /// 95% confidence interval of that quantile (order statistics: n·q ± 1.96·√(n·q·(1−q))).
+        /// `wedjat diff` calls a change significant only when the two runs' ranges do not overlap.
+        public var p50Range: [Int64]?
+        public var p95Range: [Int64]?
+        public var p99Range: [Int64]?
 
         init(count: Int, p50: Int64, p95: Int64, p99: Int64, max: Int64, summarized: Int? = nil) {
             self.count = count; self.p50 = p50; self.p95 = p95; self.p99 = p99; self.max = max
             self.summarized = summarized
         }
 
-        /// nil when nothing was recorded.
+        /// nil when nothing was recorded. One walk over the distribution for all the
+        /// percentiles and their ranges.
         init?(_ d: DurationStats) {
-            guard let p = d.percentiles([50, 95, 99]) else { return nil }
-            self.init(count: d.count, p50: p[0], p95: p[1], p99: p[2],
-                      max: d.max!, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
+            guard let maxValue = d.max else { return nil }
+            // A range that would reach past the first or last value is not known (too few values
+            // for that percentile): left out.
+            let n = Double(d.count)
+            var wanted: [Double] = [50, 95, 99]
+            var known: [Bool] = []
+            for q in [0.5, 0.95, 0.99] {
+                let half = 1.96 * (n * q * (1 - q)).squareRoot()
+                let lo = n * q - half, hi = n * q + half + 1
+                known.append(lo >= 1 && hi <= n)
+                wanted += [Swift.max(0, lo / n * 100), Swift.min(100, hi / n * 100)]
+            }
+            // The walk needs them in order.
+            let order = wanted.indices.sorted { wanted[$0] < wanted[$1] }
+            guard let sortedValues = d.percentiles(order.map { wanted[$0] }) else { return nil }
+            var v = [Int64](repeating: 0, count: wanted.count)
+            for (k, i) in order.enumerated() { v[i] = sortedValues[k] }
+            self.init(count: d.count, p50: v[0], p95: v[1], p99: v[2],
+                      max: maxValue, summarized: d.approximateCount > 0 ? d.approximateCount : nil)
+            if known[0] { p50Range = [v[3], v[4]] }
+            if known[1] { p95Range = [v[5], v[6]] }
+            if known[2] { p99Range = [v[7], v[8]] }
         }
     }
 
@@ -148,6 +179,12 @@ public struct Report: Codable, Sendable {
         public var errorNames: [ErrorCount]
         public var requestBytes: Int64
         public var responseBytes: Int64
+        /// What the watched process received and sent: a client's responses and requests, a
+        /// server's requests and responses.
+        public var bytesIn: Int64
+        public var bytesOut: Int64
+        /// First request start → last response end (RATE's time).
+        public var activeSpanUs: Int64?
         public var ttfbUs: Percentiles?
         public var durationUs: Percentiles?
         /// `[{status, count}]`, most frequent first.
@@ -332,6 +369,8 @@ extension Report {
         http = httpRows
         statuses = Report.statusRows(httpRows)
         slowest = Report.slowRows(analysis)
+        endpoints = Report.endpointRows(analysis)
+        slowestSummarized = Report.summarizedRows(analysis)
         self.connectionStats = connectionStats
         self.tree = tree.roots.map(treeNode)
         vitals = Report.vitalsRows(logs)

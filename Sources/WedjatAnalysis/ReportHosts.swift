@@ -45,14 +45,31 @@ extension Report {
         public var dnsUs: Int64?
         public var connectUs: Int64?
         public var tlsUs: Int64?
-        /// request start → request end; `wait_us`; response start → response end.
+        /// The phases (docs/REPORT_JSON.md, "Durations"): send + wait + receive = `duration_us`;
+        /// for the exchange that opened its connection, `blocked_us` + `dns_us` + `connect_us`
+        /// (TLS included) = `setup_us`, and `elapsed_us` = `setup_us` + `duration_us`.
+        public var blockedUs: Int64?
         public var sendUs: Int64?
         public var waitUs: Int64?
         public var ttfbUs: Int64?
         public var receiveUs: Int64?
         public var durationUs: Int64
+        public var setupUs: Int64?
+        public var elapsedUs: Int64
         public var requestBytes: Int64
         public var responseBytes: Int64
+    }
+
+    /// A group of exchanges only counted in `http_summary` records (SummarizedGroups).
+    public struct SummarizedRow: Codable, Sendable {
+        public var role: String
+        public var host: String
+        public var method: String?
+        public var status: Int?
+        public var error: String?
+        public var count: Int64
+        public var p99Us: Int64?
+        public var maxUs: Int64?
     }
 
     public struct DropRow: Codable, Sendable {
@@ -92,6 +109,8 @@ extension Report {
                     statusClasses: c, errors: h.errors,
                     errorNames: h.topErrors.map { ErrorCount(name: $0.name, count: $0.count) },
                     requestBytes: h.requestBytes, responseBytes: h.responseBytes,
+                    bytesIn: h.bytesIn, bytesOut: h.bytesOut,
+                    activeSpanUs: h.firstTs.flatMap { a in h.lastTs.map { $0 - a } },
                     ttfbUs: Percentiles(h.ttfb), durationUs: Percentiles(h.durations),
                     statusCodes: h.statusCodes.map { StatusCount(status: $0.key, count: $0.value) }
                         .sorted { $0.count != $1.count ? $0.count > $1.count : $0.status < $1.status },
@@ -102,7 +121,7 @@ extension Report {
                     clientErrorRate: rate(c.s4xx, h.requests), serverErrorRate: rate(c.s5xx, h.requests),
                     dnsUs: Percentiles(h.connections.dns), connectUs: Percentiles(h.connections.connect),
                     tlsUs: Percentiles(h.connections.tls),
-                    throughputBytesPerS: h.timedUs > 0 ? Int64((Double(h.timedBytes) / (Double(h.timedUs) / 1e6)).rounded()) : nil)
+                    throughputBytesPerS: h.rateBytesPerS)
             }
     }
 
@@ -132,15 +151,26 @@ extension Report {
     static func slowRows(_ analysis: RunAnalysis) -> [SlowRow] {
         analysis.slowest.entries.map { e in
             let h = e.http, l = analysis.logs[e.log]
-            func span(_ a: Int64?, _ b: Int64?) -> Int64? { a.flatMap { a in b.map { $0 - a } } }
+            let t = e.timings
             return SlowRow(
                 log: e.file ?? l.path, line: e.line, pid: h.pid, program: l.program, ts: h.ts, role: h.role, scheme: h.scheme,
                 method: h.method, host: HTTPKey(h).host, path: h.path, status: h.status, error: h.error, reused: h.reused,
                 requestStartTs: h.requestStartTs, dnsUs: e.dnsUs, connectUs: e.connectUs, tlsUs: e.tlsUs,
-                sendUs: span(h.requestStartTs, h.requestEndTs), waitUs: h.waitUs, ttfbUs: h.ttfbUs,
-                receiveUs: span(h.responseStartTs, h.responseEndTs), durationUs: h.durationUs ?? 0,
+                blockedUs: t?.blocked, sendUs: t?.send, waitUs: t?.wait, ttfbUs: h.ttfbUs,
+                receiveUs: t?.receive, durationUs: h.durationUs ?? 0, setupUs: t?.setup,
+                elapsedUs: (t?.setup ?? 0) + (h.durationUs ?? 0),
                 requestBytes: h.requestHeaderBytes + h.requestBodyBytes,
                 responseBytes: h.responseHeaderBytes + h.responseBodyBytes)
+        }
+    }
+
+    /// Summarized groups shown beside SLOWEST.
+    static let summarizedShown = 5
+
+    static func summarizedRows(_ analysis: RunAnalysis) -> [SummarizedRow] {
+        analysis.summarizedGroups.slowest(summarizedShown).map {
+            SummarizedRow(role: $0.key.role, host: $0.key.host, method: $0.key.method, status: $0.key.status,
+                          error: $0.key.error, count: $0.count, p99Us: $0.p99Us, maxUs: $0.maxUs)
         }
     }
 

@@ -18,16 +18,23 @@ public struct DurationStats: Sendable {
     /// The smallest and largest values, once they are in a histogram (exact, as the
     /// histogram's own `min` and `maxRecorded` are, which the move to 64 bits would lose).
     private var lo = UInt64.max, hi: UInt64 = 0
-    private var inHistogram: Bool { narrow != nil || wide != nil }
+    /// Set once a histogram is made (testing the optionals costs a copy of their counts' header
+    /// on the hot path).
+    private var inHistogram = false
 
     private struct ValueCount: Sendable {
         var value: UInt64
         var count: UInt64
     }
 
-    public init() { smallLimit = DurationStats.smallLimit }
+    /// 2 significant digits (values within 1%) instead of 3: a histogram of about 6 KiB instead of
+    /// 45, for the many small distributions of endpoints.
+    private let coarse: Bool
+
+    public init() { smallLimit = DurationStats.smallLimit; coarse = false }
     /// For tests: 0 puts every value into the histogram from the first.
-    init(smallLimit: Int) { self.smallLimit = smallLimit }
+    init(smallLimit: Int) { self.smallLimit = smallLimit; coarse = false }
+    init(coarse: Bool) { smallLimit = DurationStats.smallLimit; self.coarse = coarse }
 
     /// Values that came from `http_summary` distributions, not from single observations.
     public private(set) var approximateCount = 0
@@ -44,7 +51,8 @@ public struct DurationStats: Sendable {
         } else if small.count < smallLimit {
             small.append(ValueCount(value: value, count: count))
         } else {
-            narrow = Buckets.makeHistogram()
+            narrow = Buckets.makeHistogram(coarse: coarse)
+            inHistogram = true
             for v in small { recordInHistogram(v.value, count: v.count) }
             recordInHistogram(value, count: count)
             small = []
@@ -62,7 +70,7 @@ public struct DurationStats: Sendable {
             }
             // Each bucket's count at a value of that bucket: the same bucketing, so the same
             // percentiles.
-            var w: Histogram<UInt64> = Buckets.makeHistogram()
+            var w: Histogram<UInt64> = Buckets.makeHistogram(coarse: coarse)
             for b in narrow!.recordedValues() { _ = w.record(b.value, count: UInt64(b.count)) }
             wide = w
             narrow = nil
@@ -75,13 +83,14 @@ public struct DurationStats: Sendable {
         /// Sized for values up to about a second from the start (11,264 counts): growing an
         /// HdrHistogram one bucket at a time from nothing is slow (each step copies the
         /// counts), and most latencies are below that. Longer ones still grow it (autoResize).
-        static func makeHistogram<Count>() -> Histogram<Count> {
-            var h = Histogram<Count>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: .three)
+        static func makeHistogram<Count>(coarse: Bool = false) -> Histogram<Count> {
+            var h = Histogram<Count>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: coarse ? .two : .three)
             h.autoResize = true
             return h
         }
         /// Which values share a bucket depends only on the configuration, not on the counts.
         static let layout: Histogram<UInt64> = makeHistogram()
+        static let coarseLayout: Histogram<UInt64> = makeHistogram(coarse: true)
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
@@ -136,7 +145,7 @@ public struct DurationStats: Sendable {
         // The histogram's walk over the few values: their buckets in ascending order, each
         // reported at its highest equivalent value with the count up to it; the smallest value
         // is 0 if one was recorded, else the smallest, and the largest is the largest recorded.
-        let layout = Buckets.layout
+        let layout = coarse ? Buckets.coarseLayout : Buckets.layout
         let sorted = small.sorted { $0.value < $1.value }
         var byBucket: [(lowest: UInt64, highest: UInt64, count: UInt64)] = []
         for v in sorted {
@@ -326,10 +335,10 @@ public struct HTTPStats: Sendable {
     public private(set) var responseBytes: Int64 = 0
     /// `http` records on a reused connection (`reused: true`).
     public private(set) var reused: Int64 = 0
-    /// Bytes both ways and summed `duration_us` of the `http` records that have a duration:
-    /// the transfer rate while exchanges were in flight.
-    public private(set) var timedBytes: Int64 = 0
-    public private(set) var timedUs: Int64 = 0
+    /// The host's active span: the earliest request start and the latest response end of its
+    /// exchanges (summaries: their `first_ts` and `last_ts`). RATE is the bytes over it.
+    public private(set) var firstTs: Int64?
+    public private(set) var lastTs: Int64?
     public private(set) var schemes: Set<String> = []
     /// The last scheme inserted: most records repeat it, and a compare is cheaper than a hash.
     private var lastScheme: String?
@@ -362,11 +371,19 @@ public struct HTTPStats: Sendable {
             schemes.insert(s)
         }
         if let t = h.ttfbUs { ttfb.record(t) }
-        if let d = h.durationUs {
-            durations.record(d)
-            timedBytes += bytesIn + bytesOut
-            timedUs += Swift.max(0, d)
-        }
+        if let d = h.durationUs { durations.record(d) }
+        if let start = h.requestStartTs { firstTs = Swift.min(firstTs ?? start, start) }
+        let end = h.responseEndTs ?? h.ts
+        lastTs = Swift.max(lastTs ?? end, end)
+    }
+
+    /// Bytes the watched process received and sent: a client receives responses, a server requests.
+    public var bytesIn: Int64 { key.role == "server" ? requestBytes : responseBytes }
+    public var bytesOut: Int64 { key.role == "server" ? responseBytes : requestBytes }
+    /// Both ways over the active span, in bytes per second; nil without a span of at least 1 us.
+    public var rateBytesPerS: Int64? {
+        guard let a = firstTs, let b = lastTs, b > a else { return nil }
+        return Int64((Double(requestBytes + responseBytes) / (Double(b - a) / 1e6)).rounded())
     }
 
     public mutating func add(_ s: HTTPSummaryRecord) {
@@ -381,6 +398,8 @@ public struct HTTPStats: Sendable {
         if let sc = s.scheme { schemes.insert(sc) }
         if let t = s.ttfbUs { ttfb.record(summary: t) }
         if let d = s.durationUs { durations.record(summary: d) }
+        if let f = s.firstTs { firstTs = Swift.min(firstTs ?? f, f) }
+        if let l = s.lastTs { lastTs = Swift.max(lastTs ?? l, l) }
     }
 
     mutating func add(connection c: ConnectionRecord) { connections.add(c) }
@@ -445,8 +464,10 @@ public struct SlowestRequests: Sendable {
         public var log: Int
         public var line: Int
         public var file: String?
-        /// The set-up of the connection this exchange opened (its first request), filled in
-        /// when the connection's record arrives.
+        /// The phases (ExchangeTimings.swift); the set-up ones are filled in when the
+        /// connection's record arrives, for the exchange that opened it.
+        public var timings: ExchangeTimings?
+        /// The connection's own phases, for the JSON.
         public var dnsUs: Int64?
         public var connectUs: Int64?
         public var tlsUs: Int64?
@@ -462,23 +483,69 @@ public struct SlowestRequests: Sendable {
         guard limit > 0, let d = h.durationUs else { return }
         if entries.count == limit, let last = entries.last, !Self.slower(d, h.ts, than: last.http) { return }
         let i = entries.firstIndex { Self.slower(d, h.ts, than: $0.http) } ?? entries.count
-        entries.insert(Entry(http: h, log: log, line: line, file: file), at: i)
+        entries.insert(Entry(http: h, log: log, line: line, file: file, timings: ExchangeTimings(h, connection: nil, lookup: nil)), at: i)
         if entries.count > limit { entries.removeLast() }
     }
 
     /// The connection's set-up, for the kept exchange that was its first request.
-    mutating func add(connection c: ConnectionRecord, log: Int) {
+    mutating func add(connection c: ConnectionRecord, log: Int, lookup: LookupSpan?) {
         guard let id = c.connId else { return }
         for i in entries.indices where entries[i].log == log && entries[i].http.connId == id && entries[i].http.reused != true {
             entries[i].dnsUs = c.dnsUs
             entries[i].connectUs = c.connectUs
             entries[i].tlsUs = c.tls?.phaseUs ?? c.tls?.handshakeUs
+            entries[i].timings = ExchangeTimings(entries[i].http, connection: c, lookup: lookup)
         }
     }
 
     private static func slower(_ d: Int64, _ ts: Int64, than h: HTTPRecord) -> Bool {
         let other = h.durationUs ?? 0
         return d != other ? d > other : ts < h.ts
+    }
+}
+
+/// Exchanges only counted in `http_summary` records, grouped by what a summary names (role,
+/// host, method, status, error), with their largest p99 and max: they have no single records for
+/// SLOWEST REQUESTS, but their slowest groups can be shown beside it.
+public struct SummarizedGroups: Sendable {
+    public struct Key: Hashable, Sendable {
+        public var role: String
+        public var host: String
+        public var method: String?
+        public var status: Int?
+        public var error: String?
+    }
+    public struct Group: Sendable {
+        public var key: Key
+        public var count: Int64 = 0
+        public var p99Us: Int64?
+        public var maxUs: Int64?
+    }
+    /// Distinct groups kept; the exchanges of others are counted in `notKept`.
+    static let limit = 4096
+    public private(set) var groups: [Key: Group] = [:]
+    public private(set) var total: Int64 = 0
+    public private(set) var notKept: Int64 = 0
+
+    mutating func add(_ s: HTTPSummaryRecord) {
+        let n = Swift.max(0, s.count)
+        total += n
+        let key = Key(role: s.role, host: HTTPKey(s).host, method: s.method, status: s.status, error: s.error)
+        guard groups[key] != nil || groups.count < Self.limit else { notKept += n; return }
+        var g = groups[key] ?? Group(key: key)
+        g.count += n
+        if let d = s.durationUs {
+            g.p99Us = Swift.max(g.p99Us ?? d.p99, d.p99)
+            g.maxUs = Swift.max(g.maxUs ?? d.max, d.max)
+        }
+        groups[key] = g
+    }
+
+    /// The `n` groups with the largest max duration (then p99, count).
+    func slowest(_ n: Int) -> [Group] {
+        Array(groups.values.sorted {
+            ($0.maxUs ?? -1, $0.p99Us ?? -1, $0.count, $1.key.host) > ($1.maxUs ?? -1, $1.p99Us ?? -1, $1.count, $0.key.host)
+        }.prefix(n))
     }
 }
 

@@ -5,8 +5,14 @@
 /// the output is plain text, which is what the golden files hold.
 public struct TextReport {
     public var color: Bool
+    /// Columns the report fits in: the terminal's, or `defaultWidth` when not on one.
+    public var width: Int
+    public static let defaultWidth = 100
 
-    public init(color: Bool = false) { self.color = color }
+    public init(color: Bool = false, width: Int = TextReport.defaultWidth) {
+        self.color = color
+        self.width = max(40, width)
+    }
 
     /// Rows shown of the long sections.
     static let processesShown = 30
@@ -19,7 +25,7 @@ public struct TextReport {
         var out = headlineLines(r.headline)
         out += hostLines(r.http)
         out += statusLines(r.statuses, requests: r.headline.httpRequests)
-        out += slowestLines(r.slowest, requests: r.headline.httpRequests)
+        out += slowestLines(r)
         out += peerLines(r)
         out += stallsLines(r.stalls)
         out += vitalsLines(r.vitals)
@@ -28,33 +34,135 @@ public struct TextReport {
         out += treeLines(r)
         out += dropLines(r.drops)
         out += warningLines(r.warnings)
-        return out.joined(separator: "\n") + "\n"
+        return out.flatMap(fit).joined(separator: "\n") + "\n"
     }
 
-    /// Processes, one row per log (an exec'd image has its own row, status `exec → …`).
+    /// A line wider than the report is wrapped at a space (continuations indented under its
+    /// text); tables fit already (their flexible columns give way).
+    func fit(_ line: String) -> [String] {
+        guard TextReport.visibleCount(line) > width else { return [line] }
+        // The line's own indent (past any colour escape at its start), and 4 more.
+        var lead = 0, inEscape = false
+        for c in line {
+            if inEscape { if c == "m" { inEscape = false }; continue }
+            if c == "\u{1B}" { inEscape = true; continue }
+            guard c == " " else { break }
+            lead += 1
+        }
+        let indent = String(repeating: " ", count: min(lead + 4, width / 2))
+        var out: [String] = []
+        var rest = Substring(line)
+        var first = true
+        while TextReport.visibleCount(String(rest)) + (first ? 0 : indent.count) > width {
+            let room = width - (first ? 0 : indent.count)
+            // The last space within the room, counting visible characters only.
+            // Preferably after a `;` (between the parts of a line), else at the last space.
+            var visible = 0, cut: Substring.Index?, clause: Substring.Index?, clauseVisible = 0, i = rest.startIndex, inEscape = false
+            var previous: Character = " "
+            while i < rest.endIndex, visible <= room {
+                let c = rest[i]
+                if inEscape { if c == "m" { inEscape = false } } else if c == "\u{1B}" { inEscape = true } else {
+                    if c == " ", visible > room / 3 { cut = i; if previous == ";" { clause = i; clauseVisible = visible } }
+                    visible += 1
+                    previous = c
+                }
+                i = rest.index(after: i)
+            }
+            if let c = clause, clauseVisible > room / 2 { cut = c }
+            guard let at = cut else {
+                // One word longer than the room (a path): cut inside it.
+                var visible = 0, j = rest.startIndex, inEscape = false
+                while j < rest.endIndex {
+                    let c = rest[j]
+                    if inEscape { if c == "m" { inEscape = false } } else if c == "\u{1B}" { inEscape = true } else {
+                        if visible == room { break }
+                        visible += 1
+                    }
+                    j = rest.index(after: j)
+                }
+                out.append((first ? "" : indent) + String(rest[..<j]))
+                rest = rest[j...]
+                first = false
+                continue
+            }
+            var head = rest[..<at]
+            while head.last == " " { head = head.dropLast() }
+            out.append((first ? "" : indent) + String(head))
+            rest = rest[rest.index(after: at)...]
+            while rest.first == " " { rest = rest.dropFirst() }
+            first = false
+        }
+        out.append((first ? "" : indent) + String(rest))
+        return out
+    }
+
+    /// Characters a terminal shows (colour escapes left out).
+    static func visibleCount(_ s: String) -> Int {
+        var n = 0, inEscape = false
+        for c in s {
+            if inEscape { if c == "m" { inEscape = false } } else if c == "\u{1B}" { inEscape = true } else { n += 1 }
+        }
+        return n
+    }
+
+    /// Processes, one row per process: an exec chain (a shell or an interpreter shim that execs
+    /// the real program) is one row, named by its last program, the ones before it as `via`.
+    /// Those with network activity, a failure or losses come first; the quiet rest is counted by
+    /// program when it does not fit.
     func processLines(_ processes: [Report.ProcessRow]) -> [String] {
         var out = ["", bold("PROCESSES")]
+        var next: [String: Int] = [:]
+        for (i, p) in processes.enumerated() { if let from = p.execFrom { next[from] = i } }
+        let inChain = Set(processes.compactMap(\.execFrom))
+        var chains: [[Report.ProcessRow]] = []
+        let byLog = Dictionary(processes.map { ($0.log, $0) }, uniquingKeysWith: { a, _ in a })
+        for p in processes where p.execFrom.flatMap({ byLog[$0] }) == nil {
+            var chain = [p]
+            var seen: Set<String> = [p.log]
+            while let n = next[chain.last!.log], seen.insert(processes[n].log).inserted { chain.append(processes[n]) }
+            chains.append(chain)
+        }
+        _ = inChain
+        func notable(_ c: [Report.ProcessRow]) -> Bool {
+            c.contains { $0.connections > 0 || $0.httpRequests > 0 || $0.killed || $0.reason == "abort"
+                || ($0.reason != "exec" && ($0.exitStatus ?? 0) != 0)
+                || $0.droppedEvents + $0.droppedRecords + $0.captureDropped + $0.untrackedConnections > 0 }
+        }
+        let ordered = chains.filter(notable) + chains.filter { !notable($0) }
         var procTable = Table(header: ["PID", "PROGRAM", "EXE", "DURATION", "STATUS", "CONNS", "IN", "OUT", "DROPS"],
-                              rightAligned: [0, 3, 5, 6, 7, 8])
-        for p in processes.prefix(Self.processesShown) {
-            let drops = p.droppedEvents + p.droppedRecords + p.captureDropped + p.untrackedConnections
+                              rightAligned: [0, 3, 5, 6, 7, 8], flexible: [1, 2, 4])
+        for c in ordered.prefix(Self.processesShown) {
+            let last = c.last!
+            var via: [String] = []
+            for p in c.dropLast() where via.last != p.program && p.program != last.program { via.append(p.program) }
+            let drops = c.reduce(Int64(0)) { $0 + $1.droppedEvents + $1.droppedRecords + $1.captureDropped + $1.untrackedConnections }
             procTable.add([
-                Cell(String(p.pid)), Cell(p.program), Cell(p.exe ?? "-"), Cell(Format.duration(p.durationUs)),
-                Cell(p.status, p.killed || (p.exitStatus ?? 0) != 0 || p.reason == "abort" ? .red : nil),
-                Cell(String(p.connections)), Cell(Format.bytes(p.bytesIn)), Cell(Format.bytes(p.bytesOut)),
-                Cell(String(drops), drops > 0 ? .yellow : nil),
+                Cell(String(last.pid)), Cell(last.program + (via.isEmpty ? "" : " (via " + via.joined(separator: " → ") + ")")),
+                Cell(last.exe ?? "-"), Cell(Format.duration(c.reduce(Int64(0)) { $0 + $1.durationUs })),
+                Cell(last.status, last.killed || (last.exitStatus ?? 0) != 0 || last.reason == "abort" ? .red : nil),
+                Cell(String(c.reduce(0) { $0 + $1.connections })), Cell(Format.bytes(c.reduce(Int64(0)) { $0 + $1.bytesIn })),
+                Cell(Format.bytes(c.reduce(Int64(0)) { $0 + $1.bytesOut })), Cell(String(drops), drops > 0 ? .yellow : nil),
             ])
         }
         out += procTable.render(self)
-        out += more(processes.count - Self.processesShown, "process", "processes")
+        let rest = ordered.dropFirst(Self.processesShown)
+        if !rest.isEmpty {
+            var byProgram: [String: Int] = [:]
+            for c in rest { byProgram[c.last!.program, default: 0] += 1 }
+            let quiet = rest.allSatisfy { !notable($0) }
+            out.append("  … " + Format.count(rest.count, "more process", "more processes")
+                       + (quiet ? " without network activity" : "") + ": "
+                       + rankedCounts(byProgram).prefix(6).map { "\($0.name)×\($0.count)" }.joined(separator: ", ")
+                       + (byProgram.count > 6 ? ", …" : "") + " (--format json lists all)")
+        }
         return out
     }
 
     func peerLines(_ r: Report) -> [String] {
         var out = ["", bold("CONNECTIONS BY PEER")]
         guard !r.peers.isEmpty else { return out + ["  (no connections)"] }
-        var peerTable = Table(header: ["PEER", "COUNT", "IN", "OUT", "P50 ms", "P95 ms", "P99 ms", "ERRORS"],
-                              rightAligned: [1, 2, 3, 4, 5, 6])
+        var peerTable = Table(header: ["PEER", "COUNT", "IN", "OUT", "P50", "P95", "P99", "ERRORS"],
+                              rightAligned: [1, 2, 3, 4, 5, 6], flexible: [0, 7])
         for p in r.peers {
             let pct = p.durationUs
             var errors = String(p.errors)
@@ -65,8 +173,8 @@ public struct TextReport {
             }
             peerTable.add([
                 Cell(p.key), Cell(String(p.count)), Cell(Format.bytes(p.bytesIn)), Cell(Format.bytes(p.bytesOut)),
-                Cell(pct.map { Format.ms($0.p50) } ?? "-"), Cell(pct.map { Format.ms($0.p95) } ?? "-"),
-                Cell(pct.map { Format.ms($0.p99) } ?? "-"), Cell(errors, p.errors > 0 ? .red : nil),
+                Cell(pct.map { Format.shortDuration($0.p50) } ?? "-"), Cell(pct.map { Format.shortDuration($0.p95) } ?? "-"),
+                Cell(pct.map { Format.shortDuration($0.p99) } ?? "-"), Cell(errors, p.errors > 0 ? .red : nil),
             ])
         }
         out += peerTable.render(self)
@@ -227,13 +335,9 @@ public struct TextReport {
             if !energy.isEmpty { out.append("    " + energy.joined(separator: "; ")) }
             out += loopLines(v)
         }
-        // The reasons once, not per process.
-        for (what, reasons) in [("energy", energyReasons), ("battery", batteryReasons)] {
-            for r in reasons {
-                let who = r.pids.count == shown.count ? "" : " (pid " + r.pids.map(String.init).joined(separator: ", ") + ")"
-                out.append(dim("  \(what) unavailable\(who): " + r.why))
-            }
-        }
+        // Energy and battery readings that were unavailable are in the JSON (`energy_unavailable`,
+        // `battery_unavailable`): on a server or a VM they are on every report and say nothing.
+        _ = (energyReasons, batteryReasons)
         if rows.count > shown.count {
             out.append("  … " + Format.count(rows.count - shown.count, "more process", "more processes")
                        + " with samples (--format json lists all)")
@@ -267,7 +371,7 @@ public struct TextReport {
         if !coarse.isEmpty {
             let res = coarse.compactMap(\.coarseResolutionUs).max()
             out.append(dim("  * " + Format.count(coarse.reduce(0) { $0 + $1.coarse }, "process", "processes")
-                           + " timed from the kernel's start time (exec_source process_start, clock ticks): up to "
+                           + " timed from the kernel's start of the process (its exec was not watched), in clock ticks: up to "
                            + (res.map { Format.duration($0) } ?? "one tick") + " too long"))
         }
         if rows.count > shown.count {
@@ -297,34 +401,95 @@ public struct TextReport {
 struct Cell {
     var text: String
     var colour: TextReport.Colour?
-    init(_ text: String, _ colour: TextReport.Colour? = nil) { self.text = text; self.colour = colour }
+    /// Cut at the start when too wide (a log path: its end, the file name and line, says more).
+    var cutLeft = false
+    init(_ text: String, _ colour: TextReport.Colour? = nil, cutLeft: Bool = false) {
+        self.text = text; self.colour = colour; self.cutLeft = cutLeft
+    }
 }
 
 /// Column-aligned table. Widths are measured on the plain text, colour is applied after
-/// padding, so escape codes never break the alignment.
+/// padding, so escape codes never break the alignment. When the rows are wider than the
+/// report's width, the `flexible` columns (free text: hosts, paths, peers) give way, the widest
+/// first, their cells cut with `…`.
 struct Table {
     let header: [String]
     let rightAligned: Set<Int>
+    let flexible: Set<Int>
     var rows: [[Cell]] = []
+    /// A line under a row (its details), indented to the `detailColumn`.
+    var details: [Int: String] = [:]
+    var detailColumn = 0
+    /// Columns left out, in this order, when the flexible ones cannot give enough room.
+    var droppable: [Int] = []
+    /// Narrowest the flexible columns are cut to.
+    var minFlexible = Table.minFlexible
+    /// Narrowest a flexible column is cut to.
+    static let minFlexible = 14
 
-    init(header: [String], rightAligned: Set<Int>) { self.header = header; self.rightAligned = rightAligned }
+    init(header: [String], rightAligned: Set<Int>, flexible: Set<Int> = []) {
+        self.header = header; self.rightAligned = rightAligned; self.flexible = flexible
+    }
 
-    mutating func add(_ row: [Cell]) { rows.append(row) }
+    mutating func add(_ row: [Cell], detail: String? = nil) {
+        if let detail { details[rows.count] = detail }
+        rows.append(row)
+    }
 
-    func render(_ style: TextReport) -> [String] {
+    /// The header names of the columns `render` leaves out at this width.
+    func dropped(_ style: TextReport) -> [String] { layout(style).dropped.map { header[$0] } }
+
+    private func layout(_ style: TextReport) -> (widths: [Int], dropped: [Int]) {
         var widths = header.map(\.count)
         for row in rows { for (i, c) in row.enumerated() { widths[i] = max(widths[i], c.text.count) } }
+        var dropped: [Int] = []
+        func total() -> Int {
+            let shown = widths.indices.filter { !dropped.contains($0) }
+            return 2 + shown.reduce(0) { $0 + (flexible.contains($1) ? min(widths[$1], minFlexible) : widths[$1]) }
+                + 2 * (shown.count - 1)
+        }
+        for d in droppable where total() > style.width { dropped.append(d) }
+        return (widths, dropped)
+    }
+
+    func render(_ style: TextReport) -> [String] {
+        var (widths, dropped) = layout(style)
+        let header = self.header.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
+        let rows = self.rows.map { $0.enumerated().filter { !dropped.contains($0.offset) }.map(\.element) }
+        let keptIndex = self.header.indices.filter { !dropped.contains($0) }
+        let flexible = Set(keptIndex.enumerated().filter { self.flexible.contains($0.element) }.map(\.offset))
+        let rightAligned = Set(keptIndex.enumerated().filter { self.rightAligned.contains($0.element) }.map(\.offset))
+        let detailColumn = keptIndex.filter { $0 < self.detailColumn }.count
+        widths = keptIndex.map { widths[$0] }
+        // 2 of indent, 2 between columns.
+        var total = 2 + widths.reduce(0, +) + 2 * (widths.count - 1)
+        while total > style.width {
+            guard let i = flexible.filter({ widths[$0] > minFlexible }).max(by: { widths[$0] < widths[$1] }) else { break }
+            let others = flexible.filter { $0 != i }.map { widths[$0] }.max() ?? minFlexible
+            let cut = min(total - style.width, widths[i] - max(minFlexible, min(widths[i] - 1, others)))
+            widths[i] -= max(1, cut)
+            total -= max(1, cut)
+        }
         func line(_ cells: [Cell], header: Bool) -> String {
             var parts: [String] = []
             for (i, c) in cells.enumerated() {
-                let pad = String(repeating: " ", count: widths[i] - c.text.count)
+                let text = c.text.count <= widths[i] ? c.text
+                    : c.cutLeft ? "…" + String(c.text.suffix(widths[i] - 1)) : String(c.text.prefix(widths[i] - 1)) + "…"
+                let pad = String(repeating: " ", count: widths[i] - text.count)
                 let last = i == cells.count - 1
-                let text = rightAligned.contains(i) ? pad + c.text : c.text + (last ? "" : pad)
-                parts.append(header ? text : style.paint(text, c.colour))
+                let padded = rightAligned.contains(i) ? pad + text : text + (last ? "" : pad)
+                parts.append(header ? padded : style.paint(padded, c.colour))
             }
             let joined = parts.joined(separator: "  ")
             return "  " + (header ? style.bold(joined) : joined)
         }
-        return [line(header.map { Cell($0) }, header: true)] + rows.map { line($0, header: false) }
+        // Under the detail column, unless that leaves too little room (a narrow terminal).
+        let indent = String(repeating: " ", count: min(2 + widths.prefix(detailColumn).reduce(0) { $0 + $1 + 2 }, style.width / 2))
+        var out = [line(header.map { Cell($0) }, header: true)]
+        for (i, row) in rows.enumerated() {
+            out.append(line(row, header: false))
+            if let d = details[i] { out += style.fit(indent + d) }
+        }
+        return out
     }
 }

@@ -73,22 +73,31 @@ extension TextReport {
         guard !hosts.isEmpty else { return [] }
         var out = ["", bold("HOSTS") + " (by requests)"]
         var table = Table(header: ["HOST", "REQS", "CONNS", "NET ERR", "4XX", "5XX", "IN", "OUT", "RATE", "TTFB P50",
-                                   "TTFB P99", "ERRORS"],
-                          rightAligned: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+                                   "TTFB P99"],
+                          rightAligned: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], flexible: [0])
+        table.detailColumn = 1
+        // On a narrow terminal: the 4xx/5xx split is in HTTP STATUS, the rate and the connections
+        // in --format json.
+        table.droppable = [8, 2, 4, 5]
+        table.minFlexible = 26
         for h in hosts.prefix(Self.hostsShown) {
-            func rate(_ r: Double?) -> Cell { Cell(r.map(percent) ?? "-", (r ?? 0) > 0 ? .red : nil) }
+            func rate(_ r: Double?) -> Cell { Cell(r.map(shortPercent) ?? "-", (r ?? 0) > 0 ? .red : nil) }
             table.add([
-                Cell(h.key), Cell(String(h.requests)), Cell(String(h.connections)), rate(h.networkErrorRate),
-                rate(h.clientErrorRate), rate(h.serverErrorRate), Cell(Format.bytes(h.responseBytes)),
-                Cell(Format.bytes(h.requestBytes)), Cell(h.throughputBytesPerS.map { Format.bytes($0) + "/s" } ?? "-"),
+                Cell(hostLabel(h)), Cell(String(h.requests)), Cell(String(h.connections)), rate(h.networkErrorRate),
+                rate(h.clientErrorRate), rate(h.serverErrorRate), Cell(Format.bytes(h.bytesIn)),
+                Cell(Format.bytes(h.bytesOut)), Cell(h.throughputBytesPerS.map { Format.bytes($0) + "/s" } ?? "-"),
                 Cell(ms(h.ttfbUs) { $0.p50 }), Cell(ms(h.ttfbUs) { $0.p99 }),
-                Cell(errorText(h), h.networkErrors > 0 ? .red : nil),
-            ])
+            ], detail: h.networkErrors > 0 ? paint("network errors: " + errorText(h), .red) : nil)
         }
         out += table.render(self)
+        let dropped = table.dropped(self)
+        if !dropped.isEmpty {
+            out.append(dim("  (" + dropped.joined(separator: ", ") + " left out at this width: a wider terminal, or --format json)"))
+        }
         out += more(hosts.count - Self.hostsShown, "host")
-        out.append(dim("  NET ERR: cut-short exchanges and failed connects, of both; 4XX, 5XX: of requests;"
-                       + " RATE: bytes/s in flight"))
+        out.append(dim("  → the process was the client, ← the server. NET ERR: cut-short exchanges and failed"
+                       + " connects, of both; 4XX, 5XX: of requests; IN, OUT: as the process saw them;"
+                       + " RATE: both ways over the first request → last response"))
         if hosts.contains(where: { $0.summarized > 0 }) {
             let n = hosts.reduce(Int64(0)) { $0 + $1.summarized }
             out.append("  ~ includes " + Format.count(Int(n), "exchange")
@@ -96,8 +105,8 @@ extension TextReport {
         }
 
         // One row per phase that has values.
-        var latency = Table(header: ["HOST LATENCY", "PHASE", "COUNT", "P50 ms", "P95 ms", "P99 ms", "MAX ms"],
-                            rightAligned: [2, 3, 4, 5, 6])
+        var latency = Table(header: ["HOST LATENCY", "PHASE", "COUNT", "P50", "P95", "P99", "MAX"],
+                            rightAligned: [2, 3, 4, 5, 6], flexible: [0])
         var listed = 0
         for h in hosts where listed < Self.latencyHostsShown {
             let phases: [(String, Report.Percentiles?)] = [("DNS", h.dnsUs), ("connect", h.connectUs), ("TLS", h.tlsUs),
@@ -105,7 +114,7 @@ extension TextReport {
             var first = true
             for (name, p) in phases {
                 guard let p else { continue }
-                latency.add([Cell(first ? h.key : ""), Cell(name), Cell(String(p.count)), Cell(ms(p) { $0.p50 }),
+                latency.add([Cell(first ? hostLabel(h) : ""), Cell(name), Cell(String(p.count)), Cell(ms(p) { $0.p50 }),
                              Cell(ms(p) { $0.p95 }), Cell(ms(p) { $0.p99 }), Cell(ms(p) { $0.max })])
                 first = false
             }
@@ -118,6 +127,14 @@ extension TextReport {
             out += more(withPhases - listed, "host")
         }
         return out
+    }
+
+    /// `→ http://api.local` (the client's view), `← http://127.0.0.1:8080` (the server's).
+    func hostLabel(_ h: Report.HTTPRow) -> String {
+        let arrow = h.role == "client" ? "→ " : h.role == "server" ? "← " : h.role + " "
+        let schemes = h.schemes
+        let prefix = schemes.count == 1 ? schemes[0] + "://" : schemes == ["http", "https"] ? "http(s)://" : ""
+        return arrow + prefix + h.host
     }
 
     /// Exchange errors by name, then connections that failed before a request.
@@ -134,10 +151,13 @@ extension TextReport {
     func statusLines(_ statuses: [Report.StatusRow], requests: Int64) -> [String] {
         guard requests > 0, !statuses.isEmpty else { return [] }
         var out = ["", bold("HTTP STATUS")]
-        var table = Table(header: ["STATUS", "COUNT", "SHARE", "HOSTS"], rightAligned: [1, 2])
+        var table = Table(header: ["STATUS", "COUNT", "SHARE", "HOSTS"], rightAligned: [1, 2], flexible: [3])
         for s in statuses.prefix(Self.statusesShown) {
             let colour: Colour? = s.status.map { $0 >= 500 ? .red : $0 >= 400 ? .yellow : nil } ?? .red
-            var hosts = s.hosts.map { $0.count == s.count ? $0.key : "\($0.key)×\($0.count)" }.joined(separator: ", ")
+            func label(_ key: String) -> String {
+                key.replacingOccurrences(of: "client → ", with: "→ ").replacingOccurrences(of: "server ← ", with: "← ")
+            }
+            var hosts = s.hosts.map { $0.count == s.count ? label($0.key) : "\(label($0.key))×\($0.count)" }.joined(separator: ", ")
             if s.moreHosts > 0 { hosts += ", … (\(s.moreHosts) more)" }
             table.add([Cell(s.status.map(String.init) ?? "none", colour), Cell(String(s.count)), Cell(percent(s.share)),
                        Cell(hosts)])
@@ -147,29 +167,49 @@ extension TextReport {
         return out
     }
 
-    func slowestLines(_ rows: [Report.SlowRow], requests: Int64) -> [String] {
-        guard !rows.isEmpty else { return [] }
-        var out = ["", bold("SLOWEST REQUESTS") + " (\(rows.count) of " + Format.count(Int(requests), "exchange")
-                   + ", by total time; phases in ms)"]
-        var table = Table(header: ["TOTAL ms", "TTFB ms", "REQUEST", "STATUS", "PHASES", "PID", "RECORD"],
-                          rightAligned: [0, 1, 5])
+    func slowestLines(_ r: Report) -> [String] {
+        let rows = r.slowest
+        let summarized = r.http.reduce(Int64(0)) { $0 + $1.summarized }
+        guard !rows.isEmpty || summarized > 0 else { return [] }
+        let records = r.http.reduce(0) { $0 + $1.records }
+        var out = ["", bold("SLOWEST REQUESTS") + " (\(rows.count) of " + Format.count(records, "recorded exchange")
+                   + " by total; set-up: what a connection's first exchange waited for before its request)"]
+        var table = Table(header: ["TOTAL", "TTFB", "SET-UP", "STATUS", "REQUEST"], rightAligned: [0, 1, 2], flexible: [4])
+        table.detailColumn = 4
         for r in rows {
-            let target = (r.scheme.map { $0 + "://" } ?? "") + r.host + shortened(r.path ?? "", 60)
-            let request = (r.role == "client" ? "" : r.role + " ") + (r.method ?? "?") + " " + target
+            let target = (r.scheme.map { $0 + "://" } ?? "") + r.host + (r.path ?? "")
+            let request = (r.role == "client" ? "" : "(server) ") + (r.method ?? "?") + " " + target
             var phases: [String] = []
-            for (name, v) in [("dns", r.dnsUs), ("connect", r.connectUs), ("tls", r.tlsUs), ("send", r.sendUs),
-                              ("wait", r.waitUs), ("receive", r.receiveUs)] {
-                if let v { phases.append(name + " " + Format.ms(v)) }
+            // Zero-length phases say nothing (a request sent in one call has no send time). A
+            // server's gap before the request is the client's, not its own: "idle".
+            for (name, v) in [(r.role == "server" ? "idle" : "blocked", r.blockedUs), ("dns", r.dnsUs),
+                              ("connect", r.connectUs), ("tls", r.tlsUs),
+                              ("send", r.sendUs), ("wait", r.waitUs), ("receive", r.receiveUs)] {
+                if let v, v > 0 { phases.append(name + " " + Format.shortDuration(v)) }
             }
             let status = r.status.map(String.init) ?? "-"
             table.add([
-                Cell(Format.ms(r.durationUs)), Cell(r.ttfbUs.map(Format.ms) ?? "-"), Cell(request),
+                Cell(Format.shortDuration(r.durationUs)), Cell(r.ttfbUs.map(Format.shortDuration) ?? "-"),
+                Cell(r.setupUs.map { "+" + Format.shortDuration($0) } ?? "-"),
                 Cell(status + (r.error.map { " " + $0 } ?? ""), r.error != nil || (r.status ?? 0) >= 500 ? .red : nil),
-                Cell(phases.joined(separator: " ")), Cell(String(r.pid)),
-                Cell(baseName(r.log) + ":\(r.line)"),
-            ])
+                Cell(request),
+            ], detail: dim((phases.isEmpty ? "" : phases.joined(separator: ", ") + " · ") + "pid \(r.pid) "
+                           + baseName(r.log) + ":\(r.line)"))
         }
-        out += table.render(self)
+        if !rows.isEmpty { out += table.render(self) }
+        if summarized > 0 {
+            out.append("  + " + Format.count(Int(summarized), "exchange") + " only counted in http_summary records"
+                       + " (past WEDJAT_HTTP_RECORDS; no single durations). Their slowest groups:")
+            var groups = Table(header: ["P99", "MAX", "COUNT", "REQUEST", "STATUS"], rightAligned: [0, 1, 2], flexible: [3])
+            for g in r.slowestSummarized {
+                groups.add([Cell(g.p99Us.map { "~" + Format.shortDuration($0) } ?? "-"),
+                            Cell(g.maxUs.map(Format.shortDuration) ?? "-"), Cell(String(g.count)),
+                            Cell((g.role == "client" ? "" : g.role + " ") + (g.method ?? "?") + " " + g.host),
+                            Cell((g.status.map(String.init) ?? "-") + (g.error.map { " " + $0 } ?? ""),
+                                 g.error != nil || (g.status ?? 0) >= 500 ? .red : nil)])
+            }
+            out += groups.render(self)
+        }
         return out
     }
 
@@ -188,15 +228,21 @@ extension TextReport {
         return out
     }
 
-    /// Milliseconds, `~` first when the values include http_summary distributions (upper bounds).
+    /// A duration with its unit, `~` first when the values include http_summary distributions
+    /// (upper bounds).
     func ms(_ p: Report.Percentiles?, _ v: (Report.Percentiles) -> Int64) -> String {
         guard let p else { return "-" }
-        return (p.summarized != nil ? "~" : "") + Format.ms(v(p))
+        return (p.summarized != nil ? "~" : "") + Format.shortDuration(v(p))
     }
 
     /// `12.34%` of a 0...1 ratio; `<0.01%` for a small non-zero one.
     func percent(_ r: Double) -> String {
         r > 0 && r < 0.00005 ? "<0.01%" : Format.fixed(r * 100, 2) + "%"
+    }
+
+    /// `12.3%` for table columns; `<0.1%` for a small non-zero one.
+    func shortPercent(_ r: Double) -> String {
+        r > 0 && r < 0.0005 ? "<0.1%" : Format.fixed(r * 100, 1) + "%"
     }
 
     /// At most `width` characters, the cut marked with `…`.

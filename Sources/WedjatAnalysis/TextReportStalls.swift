@@ -19,7 +19,7 @@ extension TextReport {
                    + s.byKind.map { "\($0.name) \($0.count)" }.joined(separator: ", ") + "), longest first"]
 
         var table = Table(header: ["DURATION", "ON CPU", "KIND", "PID", "PROGRAM", "THREAD", "WHAT", "TOP FRAME"],
-                          rightAligned: [0, 1, 3])
+                          rightAligned: [0, 1, 3], flexible: [4, 5, 6, 7])
         for r in s.stalls.prefix(Self.stallsShown) {
             table.add([
                 Cell(Format.duration(r.durationUs)), Cell(r.onCpuPct.map { Format.fixed($0, 0) + "%" } ?? "-"),
@@ -40,7 +40,7 @@ extension TextReport {
         // Groups only say more than the table when some stack recurs.
         if s.groups.count < s.stalls.count {
             out.append("  by stack (same kind, call and functions in the first sample):")
-            var groups = Table(header: ["COUNT", "TOTAL", "MAX", "KIND", "STACK"], rightAligned: [0, 1, 2])
+            var groups = Table(header: ["COUNT", "TOTAL", "MAX", "KIND", "STACK"], rightAligned: [0, 1, 2], flexible: [4])
             for g in s.groups.prefix(Self.stallGroupsShown) {
                 groups.add([Cell(String(g.count)), Cell(Format.duration(g.totalUs)), Cell(Format.duration(g.maxUs)),
                             Cell(g.kind + (g.call.map { " " + $0 } ?? "")),

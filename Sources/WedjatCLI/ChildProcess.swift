@@ -26,7 +26,8 @@ private func forwardSignal(_ sig: Int32) {
 /// Runs a command the way a shell runs a foreground job: same stdin/stdout/stderr (no pipes),
 /// same process group, so the terminal's Ctrl-C reaches it directly.
 enum ChildProcess {
-    static func run(argv: [String], environment: [(String, String)]) -> Result<ChildOutcome, SpawnError> {
+    /// `pid`: set to the child's pid once it is started.
+    static func run(argv: [String], environment: [(String, String)], pid childPid: inout Int32) -> Result<ChildOutcome, SpawnError> {
         // Like a shell: the terminal's SIGINT/SIGQUIT go to the whole foreground group; only
         // the child should act on them. Signals that were already ignored stay ignored (the
         // child inherits that, as it would from a shell).
@@ -69,7 +70,7 @@ enum ChildProcess {
 
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, argv[0], nil, &attr, &cArgv, &cEnv)
-        if rc == 0 { forwardTarget.store(pid, ordering: .relaxed) }
+        if rc == 0 { forwardTarget.store(pid, ordering: .relaxed); childPid = pid }
         sigprocmask(SIG_SETMASK, &oldMask, nil)
 
         defer {

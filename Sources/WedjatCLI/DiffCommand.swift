@@ -11,8 +11,11 @@ struct DiffCommand: ParsableCommand {
             RUN is a log directory or file (as for `wedjat report`), or a report saved with \
             `wedjat report --format json` (a .json file).
 
-            --fail-if: \(Threshold.syntax). A threshold a run cannot answer (a host or a metric \
-            it does not have) is reported as not evaluated and does not fail.
+            --fail-if: \(Threshold.syntax). A threshold whose target is in neither run is an error \
+            (exit 2); one that only one run has is reported as not evaluated.
+
+            Changes within the runs' own spread (the 95% range of a percentile or a rate) are \
+            marked ~ and not coloured.
 
             Exit status: 0; 1 when a --fail-if threshold is crossed; 2 on bad input (a run that \
             cannot be read, a malformed threshold).
@@ -44,7 +47,13 @@ struct DiffCommand: ParsableCommand {
             }
         }
         let a = try report(runs[0], label: "A"), b = try report(runs[1], label: "B")
-        let diff = RunDiff(a: a, pathA: runs[0], b: b, pathB: runs[1], thresholds: thresholds)
+        let diff: RunDiff
+        do {
+            diff = try RunDiff(a: a, pathA: runs[0], b: b, pathB: runs[1], thresholds: thresholds)
+        } catch {
+            printError("wedjat: error: \(error)")
+            throw ExitCode(2)
+        }
         switch format {
         case .json:
             print(try DiffJSON.render(diff), terminator: "")

@@ -61,30 +61,33 @@ struct ExportCommand: ParsableCommand {
         var failed = false
 
         if har != nil || chromeTrace != nil || otlpJSON != nil || otlpURL != nil {
-            var contents: ExportInput.Contents = []
-            if har != nil { contents.formUnion(HARExport.contents) }
-            if chromeTrace != nil { contents.formUnion(ChromeTraceExport.contents) }
-            if otlpJSON != nil || otlpURL != nil { contents.formUnion(OTLPExport.contents) }
-            let input: ExportInput
+            // Every output is opened first (a path that cannot be written is said before reading),
+            // then written while the logs are read once.
+            var harFile: OutputFile?, traceFile: OutputFile?, otlpFile: OutputFile?
+            if let har { harFile = OutputFile(har); failed = failed || harFile == nil }
+            if let chromeTrace { traceFile = OutputFile(chromeTrace); failed = failed || traceFile == nil }
+            if let otlpJSON { otlpFile = OutputFile(otlpJSON); failed = failed || otlpFile == nil }
+            let sender = otlpURL.map { OTLPSender(endpoint: $0, timeoutSeconds: otlpTimeout) }
+            var otlp = OTLPDelivery(file: otlpFile, sender: sender)
+            let wantOTLP = otlpFile != nil || sender != nil
+            let outputs = ExportStream.Outputs(
+                har: harFile.map { f in ExportText(sink: f.write) }, trace: traceFile.map { f in ExportText(sink: f.write) },
+                otlp: wantOTLP ? { doc in otlp.deliver(doc) } : nil, spansPerRequest: Self.spansPerRequest)
+            let result: ExportStream.Result
             do {
-                input = try ExportInput.load(paths: inputs, contents: contents)
+                var reader = LogReader()
+                reader.threads = readThreads()
+                result = try ExportStream.run(paths: inputs, outputs: outputs, reader: reader)
             } catch {
                 for w in error.warnings { printError("wedjat: " + w.description) }
                 printError("wedjat: error: \(error.description)")
                 throw ExitCode(2)
             }
-            for w in input.warnings { printError("wedjat: " + w.description) }
-            if let summarized = input.summarizedWarning { printError("wedjat: warning: " + summarized) }
-
-            if let har {
-                failed = !write(to: har, what: "HAR entries") { HARExport.render(input, into: $0) } || failed
-            }
-            if let chromeTrace {
-                failed = !write(to: chromeTrace, what: "trace events") { ChromeTraceExport.render(input, into: $0) } || failed
-            }
-            if otlpJSON != nil || otlpURL != nil {
-                failed = !exportOTLP(input) || failed
-            }
+            for w in result.context.warnings { printError("wedjat: " + w.description) }
+            if let summarized = result.context.summarizedWarning { printError("wedjat: warning: " + summarized) }
+            if let file = harFile, let doc = result.har { failed = !finish(file, doc, what: "HAR entries") || failed }
+            if let file = traceFile, let doc = result.trace { failed = !finish(file, doc, what: "trace events") || failed }
+            if wantOTLP { failed = !otlp.report(spans: result.otlp?.count ?? 0) || failed }
         }
 
         if let folded {
@@ -92,11 +95,22 @@ struct ExportCommand: ParsableCommand {
                 let analysis = try RunAnalysis.load(paths: inputs)
                 let text = try FoldedStacks.render(analysis)
                 let lines = text.split(separator: "\n").count
-                failed = !write(to: folded, what: "folded stacks") { out in
-                    var out = out
-                    out.append(text)
-                    return ExportDocument(body: out, count: lines, notes: [])
-                } || failed
+                if lines == 0 {
+                    // An empty file is not a flame graph's input (flamegraph.pl fails on it): say
+                    // why there is nothing, write nothing.
+                    let stalls = analysis.stalls.count
+                    let why = analysis.logs.contains(where: { ($0.start?.stallMs ?? 1) > 0 })
+                        ? (stalls == 0 ? "no stalls were recorded" : "the \(stalls) stall\(stalls == 1 ? " has" : "s have") no stack samples")
+                        : "stall detection was off (WEDJAT_STALL_MS=0)"
+                    printError("wedjat: error: no stall stacks to fold: \(why); \(folded) not written")
+                    failed = true
+                } else {
+                    failed = !write(to: folded, what: "folded stacks") { out in
+                        var out = out
+                        out.append(text)
+                        return ExportDocument(body: out, count: lines, notes: [])
+                    } || failed
+                }
             } catch let error as LoadFailure {
                 for w in error.warnings { printError("wedjat: " + w.description) }
                 printError("wedjat: error: \(error.description)")
@@ -113,68 +127,84 @@ struct ExportCommand: ParsableCommand {
     /// by default in the Collector; 1,000 spans are about 2 MB of JSON).
     static let spansPerRequest = 1000
 
-    /// Writes one output as it is rendered and says so on stderr; false (after saying why)
-    /// when it could not.
-    private func write(to path: String, what: String, render: (ExportText) -> ExportDocument) -> Bool {
-        guard let file = OutputFile(path) else { return false }
-        var doc = render(ExportText(sink: file.write))
-        doc.body.flush()
+    /// The rest of a document written while reading: its end, its notes, what was written.
+    private func finish(_ file: OutputFile, _ doc: ExportDocument, what: String) -> Bool {
+        var body = doc.body
+        body.flush()
         for note in doc.notes { printError("wedjat: note: \(note)") }
         guard file.close() else { return false }
         printError("wedjat: wrote \(doc.count) \(what) to \(file.name)")
         return true
     }
 
-    /// The OTLP file (JSON Lines: trace requests, then the metrics request) and/or the
-    /// collector, request by request.
-    private func exportOTLP(_ input: ExportInput) -> Bool {
-        var file: OutputFile?
-        if let otlpJSON {
-            guard let opened = OutputFile(otlpJSON) else { return false }
-            file = opened
-        }
-        let sender = otlpURL.map { OTLPSender(endpoint: $0, timeoutSeconds: otlpTimeout) }
-        var sendFailed = false
+    /// Writes one output as it is rendered and says so on stderr; false (after saying why)
+    /// when it could not.
+    private func write(to path: String, what: String, render: (ExportText) -> ExportDocument) -> Bool {
+        guard let file = OutputFile(path) else { return false }
+        return finish(file, render(ExportText(sink: file.write)), what: what)
+    }
+
+    /// The OTLP requests as they come: a line of the file each, and/or a POST to the collector
+    /// (trace requests to /v1/traces, the last one, the metrics, to /v1/metrics). After a failed
+    /// POST no more are sent; the file is still written.
+    struct OTLPDelivery {
+        let file: OutputFile?
+        let sender: OTLPSender?
         var requests = 0
+        var sendFailed = false
         var answers: [String: Int] = [:]
-        let (spans, notes) = OTLPExport.traces(input, spansPerRequest: Self.spansPerRequest) { doc in
+        var pending: ExportDocument?
+        var metrics: ExportDocument?
+
+        init(file: OutputFile?, sender: OTLPSender?) { self.file = file; self.sender = sender }
+
+        /// Trace requests come first, the metrics request last: each is held until the next
+        /// shows which it was.
+        mutating func deliver(_ doc: ExportDocument) -> Bool {
+            if let held = pending { sendTraces(held) }
+            pending = doc
+            return !sendFailed || file != nil
+        }
+
+        private mutating func sendTraces(_ doc: ExportDocument) {
             file?.write(doc.body)
             file?.write(Array("\n".utf8))
-            if let sender, !sendFailed {
-                sendFailed = !send(doc, signal: "traces", with: sender) { answers[$0, default: 0] += 1 }
-                requests += 1
-            }
-            // A collector that failed once gets no more; the file is still written.
-            return file != nil || !sendFailed
+            guard let sender, !sendFailed else { return }
+            sendFailed = !ExportCommand.send(doc, signal: "traces", with: sender) { answers[$0, default: 0] += 1 }
+            requests += 1
         }
-        let metrics = OTLPExport.metrics(input)
-        for note in notes + metrics.notes { printError("wedjat: note: \(note)") }
-        file?.write(metrics.body)
-        file?.write(Array("\n".utf8))
-        var ok = true
-        if let file {
-            ok = file.close()
-            if ok { printError("wedjat: wrote \(spans) spans and \(metrics.count) metric data points to \(file.name)") }
-        }
-        if let sender {
-            if !sendFailed {
-                let statuses = answers.sorted { $0.key < $1.key }.map { "\($0.key)" + ($0.value > 1 ? " ×\($0.value)" : "") }
-                printError("wedjat: sent \(spans) spans in \(requests) request\(requests == 1 ? "" : "s") to "
-                           + "\(sender.url(for: "traces")): \(statuses.joined(separator: ", "))")
+
+        /// The metrics (the last request held), and what was done.
+        mutating func report(spans: Int) -> Bool {
+            let metrics = pending ?? ExportDocument(text: "{\"resourceMetrics\":[]}", count: 0, notes: [])
+            pending = nil
+            file?.write(metrics.body)
+            file?.write(Array("\n".utf8))
+            var ok = true
+            if let file {
+                ok = file.close()
+                if ok { printError("wedjat: wrote \(spans) spans and \(metrics.count) metric data points to \(file.name)") }
             }
-            var metricsFailed = false
-            if !sendFailed {
-                metricsFailed = !send(metrics, signal: "metrics", with: sender) { status in
-                    printError("wedjat: sent \(metrics.count) metric data points to \(sender.url(for: "metrics")): \(status)")
+            if let sender {
+                if !sendFailed {
+                    let statuses = answers.sorted { $0.key < $1.key }.map { "\($0.key)" + ($0.value > 1 ? " ×\($0.value)" : "") }
+                    printError("wedjat: sent \(spans) spans in \(requests) request\(requests == 1 ? "" : "s") to "
+                               + "\(sender.url(for: "traces")): \(statuses.joined(separator: ", "))")
                 }
+                var metricsFailed = false
+                if !sendFailed {
+                    metricsFailed = !ExportCommand.send(metrics, signal: "metrics", with: sender) { status in
+                        printError("wedjat: sent \(metrics.count) metric data points to \(sender.url(for: "metrics")): \(status)")
+                    }
+                }
+                ok = ok && !sendFailed && !metricsFailed
             }
-            ok = ok && !sendFailed && !metricsFailed
+            return ok
         }
-        return ok
     }
 
     /// POSTs one request; `answered` gets "HTTP 200" on success, else the error is said here.
-    private func send(_ doc: ExportDocument, signal: String, with sender: OTLPSender, answered: (String) -> Void) -> Bool {
+    static func send(_ doc: ExportDocument, signal: String, with sender: OTLPSender, answered: (String) -> Void) -> Bool {
         do {
             let answer = try sender.send(doc.body, signal: signal)
             answered("HTTP \(answer.status)")

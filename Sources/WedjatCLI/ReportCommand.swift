@@ -18,7 +18,7 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Colour the text report: auto = only when stdout is a terminal and NO_COLOR is unset.")
     var color: ColorMode = .auto
 
-    @Option(help: ArgumentHelp("Write a self-contained HTML report (waterfall, latency per host, CPU and memory, stall flame graph) to this file instead of printing a report.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write a self-contained HTML report (waterfall, latency per host, CPU and memory, stall flame graph) to this file (- for standard output) instead of printing a report.", valueName: "file"))
     var html: String?
 
     @Option(help: ArgumentHelp("How many of the slowest HTTP exchanges to list.", valueName: "n"))
@@ -30,7 +30,7 @@ struct ReportCommand: ParsableCommand {
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         let inputs = paths.isEmpty ? [env["WEDJAT_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "wedjat-logs"] : paths
-        let analysis = try loadRun(inputs, slowest: max(0, top))
+        let analysis = try loadRun(inputs, slowest: max(0, top), html: html != nil)
         let report = Report(analysis: analysis)
         if let html {
             try writeHTML(analysis, report, to: html)
@@ -46,7 +46,7 @@ struct ReportCommand: ParsableCommand {
             case .never: useColor = false
             case .auto: useColor = isatty(STDOUT_FILENO) == 1 && env["NO_COLOR"] == nil
             }
-            print(TextReport(color: useColor).render(report), terminator: "")
+            print(TextReport(color: useColor, width: terminalWidth()).render(report), terminator: "")
         }
     }
 }
@@ -62,12 +62,24 @@ extension ReportCommand {
             printError("wedjat: warning: stall stacks: \(error)")
         }
         do {
-            try Data(page.render(analysis, report: report).utf8).write(to: URL(fileURLWithPath: path))
+            let html = page.render(analysis, report: report)
+            // `-`: standard output, as for every other output of wedjat.
+            if path == "-" { FileHandle.standardOutput.write(Data(html.utf8)); return }
+            try Data(html.utf8).write(to: URL(fileURLWithPath: path))
         } catch {
             printError("wedjat: error: cannot write \(path): \(error.localizedDescription)")
             throw ExitCode(1)
         }
     }
+}
+
+/// The terminal's width when stdout is one ($COLUMNS first, as shells set it), else the
+/// report's default (100).
+func terminalWidth() -> Int {
+    if let c = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), c > 0 { return c }
+    var w = winsize()
+    if isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &w) == 0, w.ws_col > 0 { return Int(w.ws_col) }
+    return TextReport.defaultWidth
 }
 
 func printError(_ line: String) {

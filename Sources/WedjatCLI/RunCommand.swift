@@ -51,8 +51,11 @@ struct RunCommand: ParsableCommand {
         let preload = env["LD_PRELOAD"].flatMap { $0.isEmpty ? nil : $0 }
         env["LD_PRELOAD"] = preload.map { library + ":" + $0 } ?? library
         env["WEDJAT_DIR"] = logDir
-        // Same checks as the library's, but before the program runs, once, on the terminal.
-        for w in ConfigValidator.validate(env.dictionary) { printError("wedjat: warning: \(w)") }
+        // Same checks as the library's, before the program runs. On a terminal the library says
+        // them itself, once (docs: Configuration): saying them here too would be twice.
+        let configWarnings = ConfigValidator.validate(env.dictionary)
+        let libraryWarns = isatty(STDERR_FILENO) == 1
+        if !libraryWarns { for w in configWarnings { printError("wedjat: warning: \(w)") } }
 
         if let path = Executable.resolve(program, searchPath: env["PATH"]),
            Executable.linkage(ofFile: path) == .staticELF {
@@ -60,8 +63,13 @@ struct RunCommand: ParsableCommand {
         }
 
         let before = Set(logNames(in: logDir))
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        // A second of slack: the library's clock anchor and this one may differ by a little.
+        let runStart = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000 - 1_000_000
+        var childPid: Int32 = 0
         let outcome: ChildOutcome
-        switch ChildProcess.run(argv: argv, environment: env.entries) {
+        switch ChildProcess.run(argv: argv, environment: env.entries, pid: &childPid) {
         case .failure(let err):
             switch err.code {
             case ENOENT:
@@ -79,7 +87,12 @@ struct RunCommand: ParsableCommand {
             outcome = o
         }
 
-        for line in summary(logDir: logDir, before: before) { printError(line) }
+        let lines = summary(logDir: logDir, before: before, rootPid: Int(childPid), sinceTs: runStart)
+        // No watched process: the library never said the configuration warnings.
+        if libraryWarns, lines.first?.hasPrefix("wedjat: no logs") == true {
+            for w in configWarnings { printError("wedjat: warning: \(w)") }
+        }
+        for line in lines { printError(line) }
 
         switch outcome {
         case .exited(let code):
@@ -117,12 +130,15 @@ struct RunCommand: ParsableCommand {
         return path
     }
 
-    private func summary(logDir: String, before: Set<String>) -> [String] {
-        let fresh = logNames(in: logDir).filter { !before.contains($0) }.sorted()
-        guard !fresh.isEmpty else { return RunSummary.noLogs(logDir: logDir) }
+    /// The run's own processes (the started one and its descendants), not other programs that
+    /// wrote into the same directory meanwhile.
+    private func summary(logDir: String, before: Set<String>, rootPid: Int, sinceTs: Int64) -> [String] {
+        let fresh = logNames(in: logDir).filter { !before.contains($0) }.sorted().map { logDir + "/" + $0 }
+        let (run, others) = RunSummary.runLogs(fresh, rootPid: rootPid, sinceTs: sinceTs)
+        guard !run.isEmpty else { return RunSummary.noLogs(logDir: logDir) }
         do {
-            let analysis = try RunAnalysis.load(paths: fresh.map { logDir + "/" + $0 })
-            return RunSummary.lines(report: Report(analysis: analysis), logDir: logDir)
+            let analysis = try RunAnalysis.load(paths: run, collectRequests: false)
+            return RunSummary.lines(report: Report(analysis: analysis), logDir: logDir, others: others)
         } catch {
             return RunSummary.unreadable(logDir: logDir, reason: error.description)
         }

@@ -4,15 +4,18 @@ import WedjatAnalysis
 
 /// Reads the logs of one run for `report` and `diff`: a progress bar on a terminal, and when
 /// nothing can be read, why (the reader's warnings, then a hint) and exit status 2.
-func loadRun(_ inputs: [String], slowest: Int = 10, label: String = "") throws -> RunAnalysis {
+func loadRun(_ inputs: [String], slowest: Int = 10, label: String = "", html: Bool = false) throws -> RunAnalysis {
     var reader = LogReader()
+    // The report shows no logged header: checked, not decoded.
+    reader.decodeHeaders = false
+    reader.threads = readThreads()
     var ignored: [ReaderWarning] = []
     let progress = ProgressBar(total: LogReader.totalBytes(LogReader.logFiles(in: inputs, warnings: &ignored)),
                                label: label.isEmpty ? "reading logs" : "reading " + label)
     if let progress { reader.onProgress = { progress.update($0) } }
     defer { progress?.finish() }
     do {
-        return try RunAnalysis.load(paths: inputs, reader: reader, slowest: slowest)
+        return try RunAnalysis.load(paths: inputs, reader: reader, slowest: slowest, collectRequests: html)
     } catch {
         progress?.finish()
         // Say why nothing was readable: the per-line warnings are the explanation.
@@ -24,6 +27,13 @@ func loadRun(_ inputs: [String], slowest: Int = 10, label: String = "") throws -
         }
         throw ExitCode(2)
     }
+}
+
+/// Threads that read a big log: the CPUs wedjat may use, or WEDJAT_READ_THREADS (for
+/// benchmarks: 1 reads on the calling thread only).
+func readThreads() -> Int {
+    if let v = ProcessInfo.processInfo.environment["WEDJAT_READ_THREADS"].flatMap(Int.init), v >= 1 { return min(v, 64) }
+    return LogReader.defaultThreads
 }
 
 /// `reading logs  [#####·····]  45%  450.0 MiB / 1.0 GiB  120.3 MiB/s` on stderr, redrawn at

@@ -26,6 +26,17 @@ final class ConfigValidatorTests: XCTestCase {
         ])
     }
 
+    // Empty is not "redact nothing" (that is none): it warns, as the library does.
+    func testRedactAndSegmentSettings() {
+        XCTAssertEqual(ConfigValidator.validate(["WEDJAT_REDACT": ""]), ["WEDJAT_REDACT=: empty; use none to turn redaction off; using all"])
+        XCTAssertEqual(ConfigValidator.validate(["WEDJAT_REDACT": "query,cookies"]),
+                       ["WEDJAT_REDACT=query,cookies: expected all, none, or a list of query, userinfo, fragment; using all"])
+        XCTAssertEqual(ConfigValidator.validate(["WEDJAT_REDACT": "Query,fragment", "WEDJAT_SEGMENT_MB": "0",
+                                                 "WEDJAT_RETAIN_MB": "2048", "WEDJAT_SEGMENT_S": "3600",
+                                                 "WEDJAT_DIR_RETAIN_MB": "10"]), [])
+        XCTAssertEqual(ConfigValidator.validate(["WEDJAT_SEGMENT_MB": "-1"]), ["WEDJAT_SEGMENT_MB=-1: not an integer in 0..1048576; using 64"])
+    }
+
     func testIntegerBounds() {
         XCTAssertEqual(ConfigValidator.parseInt("60000", lo: 10, hi: 60000), 60000)
         XCTAssertNil(ConfigValidator.parseInt("60001", lo: 10, hi: 60000))

@@ -14,8 +14,30 @@ final class ExportTests: XCTestCase {
     static let goldenDir = testsDir + "/Golden/export"
     static let t0: Int64 = 1763782800000000
 
-    private func input(_ path: String = ExportTests.fixture) throws -> ExportInput {
-        try ExportInput.load(paths: [path])
+    /// Every format of a run, made as `wedjat export` makes them: in one pass over the logs.
+    struct Exported {
+        var har: ExportDocument
+        var trace: ExportDocument
+        /// The OTLP trace requests (all spans in one with the default), then the metrics request.
+        var requests: [ExportDocument]
+        var context: ExportContext
+        var traces: ExportDocument { requests.count > 1 ? requests[0] : ExportDocument(text: "", count: 0, notes: []) }
+        var metrics: ExportDocument { requests.last! }
+        var warnings: [ReaderWarning] { context.warnings }
+        var summarizedExchanges: Int64 { context.summarizedExchanges }
+        var summarizedClientExchanges: Int64 { context.summarizedClientExchanges }
+        var summarizedInHistograms: Int64 { context.summarizedInHistograms }
+        var summarizedWarning: String? { context.summarizedWarning }
+        var earliestTs: Int64? { context.earliestTs }
+    }
+
+    private func input(_ path: String = ExportTests.fixture, spansPerRequest: Int = .max,
+                       stop: Bool = false) throws -> Exported {
+        var requests: [ExportDocument] = []
+        let r = try ExportStream.run(paths: [path], outputs: .init(
+            har: ExportText(), trace: ExportText(), otlp: { requests.append($0); return !stop },
+            spansPerRequest: spansPerRequest))
+        return Exported(har: r.har!, trace: r.trace!, requests: requests, context: r.context)
     }
 
     private func check(_ actual: String, golden name: String, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -31,16 +53,16 @@ final class ExportTests: XCTestCase {
     // MARK: golden files
 
     func testGoldenHAR() throws {
-        try check(HARExport.render(try input()).text, golden: "fixture.har")
+        try check(try input().har.text, golden: "fixture.har")
     }
 
     func testGoldenChromeTrace() throws {
-        try check(ChromeTraceExport.render(try input()).text, golden: "fixture.trace.json")
+        try check(try input().trace.text, golden: "fixture.trace.json")
     }
 
     func testGoldenOTLP() throws {
         let i = try input()
-        try check(OTLPExport.traces(i).text + "\n" + OTLPExport.metrics(i).text + "\n", golden: "fixture.otlp.jsonl")
+        try check(i.traces.text + "\n" + i.metrics.text + "\n", golden: "fixture.otlp.jsonl")
     }
 
     func testBadLineIsAWarningWithItsPlace() throws {
@@ -49,15 +71,37 @@ final class ExportTests: XCTestCase {
                        [Self.fixture + "/python3.11.7100.1763782800001000.ndjson:4: invalid JSON; skipped"])
     }
 
-    func testOnlyWhatTheFormatNeedsIsKept() throws {
-        let forHAR = try ExportInput.load(paths: [Self.fixture], contents: HARExport.contents)
-        XCTAssertEqual(forHAR.exchanges.count, 4)
-        XCTAssertEqual(forHAR.leftOutExchanges, 3)
-        XCTAssertTrue(forHAR.stalls.isEmpty)
-        XCTAssertEqual(forHAR.earliestTs, try input().earliestTs)
-        XCTAssertEqual(HARExport.render(forHAR).text, HARExport.render(try input()).text)
-        XCTAssertEqual(HARExport.render(forHAR).notes.first,
-                       "3 server-side exchanges left out of the HAR (a client's view; they are in the trace and OTLP exports)")
+    /// The HAR's entries are sorted through runs spilled to a temporary file when there are
+    /// more than a buffer holds: the same document as sorting them all at once.
+    func testHARSortsThroughSpilledRuns() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        var body = Line.start(pid: 1, ts: 1000, exe: "/c")
+        // 25 exchanges, each on its own connection, written in an order unlike their starts.
+        for i in 0 ..< 25 {
+            let start = Int64(10_000 + (i * 7919) % 25 * 1000)
+            body += #"{"type":"http","ts":\#(start + 500),"pid":1,"conn_id":\#(i),"role":"client","method":"GET","host":"h","path":"/\#(i)","version":"HTTP/1.1","status":200,"request_index":0,"request_start_ts":\#(start),"request_end_ts":\#(start),"response_start_ts":\#(start + 400),"response_end_ts":\#(start + 500)}"# + "\n"
+            body += #"{"type":"connection","ts":\#(start + 600),"pid":1,"conn_id":\#(i),"role":"client","peer":"10.0.0.1:80","open_ts":\#(start - 100),"close_ts":\#(start + 600),"connect_us":50}"# + "\n"
+        }
+        try dir.write("c.1.1000.ndjson", body + Line.end(pid: 1, ts: 90_000))
+        func har(runLength: Int) throws -> String {
+            let context = ExportContext()
+            let stream = HARStream(text: ExportText(), runLength: runLength)
+            var reader = LogReader()
+            try reader.read(paths: [dir.path]) { file, _, record in
+                _ = context.enter(file)
+                context.note(record)
+                stream.add(record, context: context)
+            }
+            stream.endImage(0, context: context)
+            return stream.finish(context: context).text
+        }
+        let spilled = try har(runLength: 4), whole = try har(runLength: 1000)
+        XCTAssertEqual(spilled, whole)
+        let entries = try XCTUnwrap((try json(whole)["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        let starts = entries.compactMap { $0["startedDateTime"] as? String }
+        XCTAssertEqual(starts.count, 25)
+        XCTAssertEqual(starts, starts.sorted())
     }
 
     // MARK: HAR
@@ -68,8 +112,8 @@ final class ExportTests: XCTestCase {
             .first?["metrics"] as? [[String: Any]])?.first?["histogram"] as? [String: Any])?["dataPoints"] as? [[String: Any]]
     }
 
-    private func harEntries(_ i: ExportInput) throws -> [[String: Any]] {
-        let log = try XCTUnwrap(try json(HARExport.render(i).text)["log"] as? [String: Any])
+    private func harEntries(_ i: Exported) throws -> [[String: Any]] {
+        let log = try XCTUnwrap(try json(i.har.text)["log"] as? [String: Any])
         XCTAssertEqual(log["version"] as? String, "1.2")
         return try XCTUnwrap(log["entries"] as? [[String: Any]])
     }
@@ -96,7 +140,7 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(response["status"] as? Int, 200)
         XCTAssertEqual((response["content"] as? [String: Any])?["mimeType"] as? String, "application/json")
         XCTAssertEqual(first["serverIPAddress"] as? String, "10.0.0.5")
-        XCTAssertEqual(first["connection"] as? String, "40000")
+        XCTAssertEqual(first["connection"] as? String, "7000-1", "pid-conn_id: the same for every exchange of the connection")
     }
 
     func testHARReusedConnectionHasNoSetUpPhases() throws {
@@ -176,18 +220,18 @@ final class ExportTests: XCTestCase {
                        + " they have no HAR entry, trace slice or span; they are not in the OTLP duration histograms"
                        + " (no duration, or a summary without bucket counts, from an older wedjat);"
                        + " `wedjat report` counts them. Raise WEDJAT_HTTP_RECORDS to record every exchange")
-        let har = try XCTUnwrap(try json(HARExport.render(i).text)["log"] as? [String: Any])
+        let har = try XCTUnwrap(try json(i.har.text)["log"] as? [String: Any])
         XCTAssertEqual((har["entries"] as? [Any])?.count, 1)
         XCTAssertEqual(har["comment"] as? String,
                        "40 client exchanges were only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and have no entry.")
-        let trace = try json(ChromeTraceExport.render(i).text)
+        let trace = try json(i.trace.text)
         XCTAssertEqual((trace["otherData"] as? [String: Any])?["wedjat_summarized_exchanges"] as? Int, 42)
-        let metrics = try json(OTLPExport.metrics(i).text)
+        let metrics = try json(i.metrics.text)
         let points = firstMetricPoints(metrics)
         XCTAssertEqual(points?.map { $0["count"] as? String }, ["1"], "the http record only")
-        XCTAssertEqual(OTLPExport.traces(i).count, 1)
+        XCTAssertEqual(i.traces.count, 1)
         // The fixture's summarized exchanges are a server's: not missing from a client's view.
-        let fixtureHAR = try XCTUnwrap(try json(HARExport.render(try input()).text)["log"] as? [String: Any])
+        let fixtureHAR = try XCTUnwrap(try json(try input().har.text)["log"] as? [String: Any])
         XCTAssertEqual(fixtureHAR["comment"] as? String,
                        "3 server-side exchanges left out of the HAR (a client's view; they are in the trace and OTLP exports).")
     }
@@ -214,7 +258,7 @@ final class ExportTests: XCTestCase {
                        + " they have no HAR entry, trace slice or span; 7 of them are in the OTLP duration histograms, 4 are not"
                        + " (no duration, or a summary without bucket counts, from an older wedjat);"
                        + " `wedjat report` counts them. Raise WEDJAT_HTTP_RECORDS to record every exchange")
-        let metrics = try json(OTLPExport.metrics(i).text)
+        let metrics = try json(i.metrics.text)
         let points = try XCTUnwrap(firstMetricPoints(metrics))
         func status(_ p: [String: Any]) -> Int? {
             ((p["attributes"] as? [[String: Any]])?.first { $0["key"] as? String == "http.response.status_code" }?["value"]
@@ -237,9 +281,10 @@ final class ExportTests: XCTestCase {
         // A 417 sent while the client was still uploading: send stops at the response's start.
         let h = HTTPRecord(ts: 3000, pid: 1, role: "client", requestIndex: 1, requestStartTs: 1000, requestEndTs: 2500,
                            responseStartTs: 2000, responseEndTs: 3000)
-        let t = try XCTUnwrap(HARExport.Timings(h, connection: nil, lookups: LookupIndex(ExportInput()), image: 0))
+        let t = try XCTUnwrap(ExchangeTimings(h, connection: nil, lookup: nil))
         XCTAssertEqual([t.send, t.wait, t.receive], [1000, 0, 1000])
         XCTAssertEqual(t.total, 2000)
+        XCTAssertEqual(t.elapsed, 2000)
     }
 
     // MARK: Chrome trace
@@ -250,7 +295,7 @@ final class ExportTests: XCTestCase {
     }
 
     private func traceEvents() throws -> (slices: [Event], names: [String: String]) {
-        let doc = try json(ChromeTraceExport.render(try input()).text)
+        let doc = try json(try input().trace.text)
         let events = try XCTUnwrap(doc["traceEvents"] as? [[String: Any]])
         var slices: [Event] = []
         var names: [String: String] = [:]
@@ -279,12 +324,15 @@ final class ExportTests: XCTestCase {
         // 2 lookups; 2 stalls.
         XCTAssertEqual(byCategory, ["connection": 8, "http": 7, "dns": 2, "stall": 2])
         let lookup = try XCTUnwrap(slices.first { $0.name == "getaddrinfo api.local" })
-        XCTAssertEqual([lookup.ts, lookup.dur, Int64(lookup.pid), Int64(lookup.tid)], [10000, 1000, 7000, 7000])
+        // Times are microseconds since the epoch; the first slice is 10 ms after the first record.
+        XCTAssertEqual([lookup.ts - Self.t0, lookup.dur, Int64(lookup.pid), Int64(lookup.tid)], [10000, 1000, 7000, 7000])
         let loop = try XCTUnwrap(slices.first { $0.name == "stall (loop)" })
-        XCTAssertEqual([loop.ts, loop.dur, Int64(loop.tid)], [50000, 300000, 7001])
+        XCTAssertEqual([loop.ts - Self.t0, loop.dur, Int64(loop.tid)], [50000, 300000, 7001])
         XCTAssertEqual(names["thread_name/7000/7001"], "worker")
         XCTAssertEqual(names["process_name/7100/7100"], "python3.11")
-        XCTAssertEqual(slices.map(\.ts).min(), 10000)
+        XCTAssertEqual(slices.map(\.ts).min(), Self.t0 + 10000)
+        let other = try XCTUnwrap(try json(try input().trace.text)["otherData"] as? [String: Any])
+        XCTAssertEqual(other["wedjat_time_zero_us"] as? Int64, Self.t0, "the earliest time of the logs")
     }
 
     func testTraceSlicesNestOnEveryThread() throws {
@@ -305,13 +353,13 @@ final class ExportTests: XCTestCase {
 
     func testTraceOverlapsMoveToAnotherTrack() throws {
         let (slices, names) = try traceEvents()
-        // Pipelined: /b was sent before /a's response; it cannot nest, so it leaves the connection's track.
+        // Pipelined: /b was sent before /a's response: the two overlap, on two HTTP tracks.
         let a = try XCTUnwrap(slices.first { $0.name == "GET /a" })
         let b = try XCTUnwrap(slices.first { $0.name == "GET /b" })
+        XCTAssertNotEqual(a.tid, b.tid)
+        XCTAssertEqual(Set([names["thread_name/7100/\(a.tid)"], names["thread_name/7100/\(b.tid)"]]), ["HTTP", "HTTP 2"])
         let conn = try XCTUnwrap(slices.first { $0.name == "tcp ← 10.0.0.9:50000" })
-        XCTAssertEqual(a.tid, conn.tid)
-        XCTAssertNotEqual(b.tid, conn.tid)
-        XCTAssertEqual(names["thread_name/7100/\(conn.tid)"], "connections")
+        XCTAssertTrue(names["thread_name/7100/\(conn.tid)"]?.hasPrefix("connections") == true)
         // The blocked stall overlaps its lookup by a few microseconds at each end.
         let stall = try XCTUnwrap(slices.first { $0.name == "stall in getaddrinfo" })
         XCTAssertNotEqual(stall.tid, 7000)
@@ -320,13 +368,13 @@ final class ExportTests: XCTestCase {
         let tls = try XCTUnwrap(slices.first { $0.name == "tls" })
         let https = try XCTUnwrap(slices.first { $0.name == "tcp → 10.0.0.5:443 (api.local)" })
         XCTAssertEqual(tls.tid, https.tid)
-        XCTAssertEqual([tls.ts, tls.dur], [11600, 1900])
+        XCTAssertEqual([tls.ts - Self.t0, tls.dur], [11600, 1900])
     }
 
     // MARK: OTLP
 
     func testOTLPSpansFollowTheSemanticConventions() throws {
-        let doc = try json(OTLPExport.traces(try input()).text)
+        let doc = try json(try input().traces.text)
         let resources = try XCTUnwrap(doc["resourceSpans"] as? [[String: Any]])
         XCTAssertEqual(resources.count, 2)
         func attrs(_ o: [String: Any]?) -> [String: Any] {
@@ -349,7 +397,8 @@ final class ExportTests: XCTestCase {
         }
         XCTAssertEqual(Set(spans.compactMap { $0["traceId"] as? String }).count, 9)
 
-        let first = try XCTUnwrap(spans.first)
+        // Spans come in the order of the records: the lookup, then the exchanges as they ended.
+        let first = try XCTUnwrap(spans.first { ($0["startTimeUnixNano"] as? String) == String((Self.t0 + 13800) * 1000) })
         XCTAssertEqual(first["name"] as? String, "GET")
         XCTAssertEqual(first["kind"] as? Int, 3)
         XCTAssertEqual(first["startTimeUnixNano"] as? String, String((Self.t0 + 13800) * 1000))
@@ -381,10 +430,8 @@ final class ExportTests: XCTestCase {
     }
 
     func testOTLPRequestsAreBatched() throws {
-        let i = try input()
-        var docs: [ExportDocument] = []
-        let (spans, _) = OTLPExport.traces(i, spansPerRequest: 4) { docs.append($0); return true }
-        XCTAssertEqual(spans, 9)
+        let batched = try input(spansPerRequest: 4)
+        let docs = batched.requests.dropLast()   // the last one is the metrics
         XCTAssertEqual(docs.map(\.count), [4, 4, 1])
         func spanIds(_ text: String) throws -> [String] {
             let resources = try XCTUnwrap(try json(text)["resourceSpans"] as? [[String: Any]])
@@ -394,10 +441,9 @@ final class ExportTests: XCTestCase {
         }
         // The second request holds curl's last spans and the server's first: two resources.
         XCTAssertEqual((try json(docs[1].text)["resourceSpans"] as? [Any])?.count, 2)
-        XCTAssertEqual(try docs.flatMap { try spanIds($0.text) }, try spanIds(OTLPExport.traces(i).text))
-        var calls = 0
-        _ = OTLPExport.traces(i, spansPerRequest: 4) { _ in calls += 1; return false }
-        XCTAssertEqual(calls, 1, "emit returning false stops the export")
+        XCTAssertEqual(try docs.flatMap { try spanIds($0.text) }, try spanIds(try input().traces.text))
+        let stopped = try input(spansPerRequest: 4, stop: true)
+        XCTAssertEqual(stopped.requests.count, 1, "emit returning false stops the export")
     }
 
     func testTextWithASinkHoldsOneChunk() {
@@ -414,11 +460,11 @@ final class ExportTests: XCTestCase {
     }
 
     func testOTLPIdsAreStableAcrossExports() throws {
-        XCTAssertEqual(OTLPExport.traces(try input()).text, OTLPExport.traces(try input()).text)
+        XCTAssertEqual(try input().traces.text, try input().traces.text)
     }
 
     func testOTLPHistogramsUseTheDefaultBuckets() throws {
-        let doc = try json(OTLPExport.metrics(try input()).text)
+        let doc = try json(try input().metrics.text)
         let resources = try XCTUnwrap(doc["resourceMetrics"] as? [[String: Any]])
         var points: [String: [[String: Any]]] = [:]
         for r in resources {
@@ -475,6 +521,24 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(ExportJSON.fixed(5, 6).rendered(), "0.000005")
         XCTAssertEqual(ExportJSON.string("a\"\\\n\u{1}é").rendered(), #""a\"\\\n\u0001é""#)
         XCTAssertEqual(ExportJSON.object([("b", .int(1)), ("a", .array([]))]).rendered(), #"{"b":1,"a":[]}"#)
+    }
+
+    /// The byte writer's numbers and strings are the tree's, to the byte.
+    func testJSONBytesWritesWhatExportJSONRenders() {
+        for (units, decimals) in [(0, 3), (1005, 3), (50, 3), (100, 3), (-1500, 3), (-5, 3), (18800, 3), (123456789, 6),
+                                  (7, 0), (-7, 0), (Int64.max / 10, 6)] as [(Int64, Int)] {
+            var w = JSONBytes()
+            w.fixed(units, decimals)
+            XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), ExportJSON.decimal(units, decimals), "\(units) / 10^\(decimals)")
+        }
+        for s in ["plain", "quote \" and \\ slash", "tab\tnew\nline", "\u{1}ctl", "ünï©ødé"] {
+            var w = JSONBytes()
+            w.string(s[...])
+            var v = JSONBytes()
+            v.string(s)
+            XCTAssertEqual(w.bytes, v.bytes)
+            XCTAssertEqual(String(decoding: v.bytes, as: UTF8.self), ExportJSON.string(s).rendered())
+        }
     }
 
     func testAddressesAndURLs() {

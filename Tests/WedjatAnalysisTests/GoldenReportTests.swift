@@ -83,7 +83,42 @@ final class GoldenReportTests: XCTestCase {
         XCTAssertEqual(RunSummary.lines(report: try report(), logDir: "/tmp/w logs"), [
             "wedjat: 3 processes, 5 connections (1 error), 6.9 KiB in, 6.9 KiB out, 3 dropped events, 0 dropped records",
             "wedjat: 1 warning (see the report)",
-            "wedjat: logs in /tmp/w logs (4 new files); report: wedjat report '/tmp/w logs'",
+            "wedjat: logs in /tmp/w logs (4 new files of this run); report: wedjat report '/tmp/w logs'",
         ])
+    }
+}
+
+/// `wedjat --version` and `run`'s choice of logs.
+final class RunCLITests: XCTestCase {
+    func testVersionIsTheLibrarys() throws {
+        let dir = testsDir + "/../../CShims/interposer"
+        let headers = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".h") }
+        let defines = try headers.map { try String(contentsOfFile: dir + "/" + $0, encoding: .utf8) }
+            .filter { $0.contains("#define WEDJAT_VERSION ") }
+        XCTAssertEqual(defines.count, 1, "one header defines WEDJAT_VERSION")
+        XCTAssertTrue(defines.first?.contains("#define WEDJAT_VERSION \"\(WedjatVersion.current)\"") == true,
+                      "the library's WEDJAT_VERSION and Version.swift differ")
+    }
+
+    /// The run's logs: the started process (pid 100, through two execs), its child (ppid 100)
+    /// and grandchild; not another program's log written meanwhile, nor one from before the run.
+    func testRunLogsAreTheRunsProcessTree() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        func log(_ name: String, pid: Int, ppid: Int, ts: Int64) throws -> String {
+            try dir.write(name, Line.start(pid: pid, ts: ts, exe: "/bin/" + name.prefix { $0 != "." }, ppid: ppid))
+        }
+        let files = [
+            try log("env.100.2000.ndjson", pid: 100, ppid: 1, ts: 2000),
+            try log("python3.100.2100.ndjson", pid: 100, ppid: 1, ts: 2100),
+            try log("sh.101.2200.ndjson", pid: 101, ppid: 100, ts: 2200),
+            try log("curl.102.2300.ndjson", pid: 102, ppid: 101, ts: 2300),
+            try log("other.300.2150.ndjson", pid: 300, ppid: 1, ts: 2150),
+            try log("stale.101.500.ndjson", pid: 101, ppid: 100, ts: 500),
+        ]
+        let (run, others) = RunSummary.runLogs(files, rootPid: 100, sinceTs: 1000)
+        XCTAssertEqual(run.map { ($0 as NSString).lastPathComponent },
+                       ["env.100.2000.ndjson", "python3.100.2100.ndjson", "sh.101.2200.ndjson", "curl.102.2300.ndjson"])
+        XCTAssertEqual(others, 2)
     }
 }

@@ -65,8 +65,11 @@ final class HTMLReportTests: XCTestCase {
         let page = HTMLReport().render(analysis, report: Report(analysis: analysis))
         let row = try XCTUnwrap(rows(page).first { $0.contains("/v1/items?REDACTED") })
         // Six bars on a 8.000 → 71.300 ms axis (63.3 ms): DNS at 0%, width 1000/63300.
-        XCTAssertTrue(row.contains(#"<i class="ph dns" style="left:0.000%;width:1.580%">"#), row)
-        XCTAssertTrue(row.contains(#"<i class="ph tls" style="left:3.318%;width:3.318%">"#), row)
+        XCTAssertTrue(row.contains(#"<i class="ph dns" data-a="0" data-b="1000" style="left:0.000%;width:1.580%">"#), row)
+        XCTAssertTrue(row.contains(#"<i class="ph tls" data-a="2100" data-b="4200" style="left:3.318%;width:3.318%">"#), row)
+        // The right column is the exchange's total, as in the text report; the tooltip adds the set-up.
+        XCTAssertTrue(row.contains(#"<span class="wf-time">1.500 ms</span>"#), row)
+        XCTAssertTrue(row.contains("total 1.500 ms (request → response end) · with set-up 6.500 ms"), row)
         XCTAssertEqual(row.components(separatedBy: "<i class=\"ph ").count - 1, 6)
         XCTAssertTrue(row.contains("DNS: 1.000 ms&#10;connect: 100 us&#10;TLS: 2.100 ms&#10;send: 0 us&#10;wait (TTFB): 1.000 ms&#10;receive: 500 us"), row)
         XCTAssertEqual(rows(page).count, 8)
@@ -98,7 +101,7 @@ final class HTMLReportTests: XCTestCase {
     /// However many requests, the collector holds about twice the selection, and the selection
     /// is exactly the earliest N plus the M slowest of the rest.
     func testSelectionIsBoundedAndExact() throws {
-        var c = RequestCollector(firstLimit: 50, slowestLimit: 10)
+        var c = RequestCollector(firstLimit: 50, slowestLimit: 10, sampleLimit: 0)
         var generator = LogReaderPropertyTests.Rng(state: 42)
         var all: [(seq: Int, start: Int64, duration: Int64)] = []
         var maxHeld = 0
@@ -141,7 +144,7 @@ final class HTMLReportTests: XCTestCase {
                     if order == "ascending" { start = Int64(i / 3) } else if order == "descending" { start = Int64((n - i) / 3) }
                     all.append((i, start, Int64(generator.next() % 20)))
                 }
-                var c = RequestCollector(firstLimit: firstLimit, slowestLimit: slowestLimit)
+                var c = RequestCollector(firstLimit: firstLimit, slowestLimit: slowestLimit, sampleLimit: 0)
                 for r in all {
                     c.add(.http(HTTPRecord(ts: r.start + r.duration, pid: 1, connId: Int64(r.seq), role: "client", host: "h",
                                            requestIndex: 0, requestStartTs: r.start, requestEndTs: r.start,
@@ -168,7 +171,7 @@ final class HTMLReportTests: XCTestCase {
     /// A lookup whose earliest user left the selection is still not drawn on a later kept
     /// connection: that one reused the answer.
     func testLookupFirstUseSurvivesPruning() throws {
-        var c = RequestCollector(firstLimit: 1, slowestLimit: 1)
+        var c = RequestCollector(firstLimit: 1, slowestLimit: 1, sampleLimit: 0)
         func exchange(_ id: Int64, host: String = "h", open: Int64, start: Int64, duration: Int64) {
             c.add(.http(HTTPRecord(ts: start + duration, pid: 1, connId: id, role: "client", host: host, requestIndex: 0,
                                    requestStartTs: start, requestEndTs: start, responseStartTs: start + duration,
@@ -206,7 +209,7 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertFalse(page.contains("left out"))
         XCTAssertEqual(rows(page).count, 30)
         // A small collector, which 30 requests overflow.
-        var small = RequestCollector(firstLimit: 10, slowestLimit: 3)
+        var small = RequestCollector(firstLimit: 10, slowestLimit: 3, sampleLimit: 0)
         var reader = LogReader()
         try reader.read(paths: [f]) { _, _, r in small.add(r, file: 0) }
         let (first, slowest) = small.selection()
@@ -214,10 +217,9 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(slowest.map(\.http.path), ["/29", "/28", "/27"])
         page = HTMLReport().render(analysis, report: report, requests: small)
         XCTAssertEqual(rows(page).count, 13)
-        XCTAssertTrue(page.contains("Shown: the first 10 of 30 by start time and the 3 slowest of the others; 17 are left out."))
-        XCTAssertTrue(page.contains("<h3>The 3 slowest of the other requests</h3>"))
+        XCTAssertTrue(page.contains("Shown: the first 10 of 30 by start, 0 sampled evenly over the run and the 3 slowest of the others; 17 are left out."))
         XCTAssertTrue(page.contains(#"<span id="wf-count" data-rows="13">"#))
-        XCTAssertTrue(page.contains("10 of 30 requests"))
+        XCTAssertTrue(page.contains("13 of 30 requests"))
     }
 
     // MARK: safety
@@ -334,7 +336,7 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertTrue(page.contains("No HTTP exchanges were recorded."))
         XCTAssertTrue(page.contains("No HTTP latencies were recorded."))
         XCTAssertTrue(page.contains("No sample records"))
-        XCTAssertTrue(page.contains("No stalls recorded."))
+        XCTAssertTrue(page.contains("No stalls recorded"))
         let failed = HTMLReport(stallError: "build id mismatch for /bin/<q>").render(analysis, report: Report(analysis: analysis))
         XCTAssertTrue(failed.contains("Stall stacks could not be read: build id mismatch for /bin/&lt;q&gt;"))
     }
@@ -342,5 +344,65 @@ final class HTMLReportTests: XCTestCase {
     /// The waterfall rows of a page, one string each.
     private func rows(_ page: String) -> [String] {
         page.components(separatedBy: "\n").filter { $0.hasPrefix("<div class=\"wf-row") }
+    }
+}
+
+/// The HTML page's views of what the text report also shows.
+final class HTMLViewTests: XCTestCase {
+    /// A stall without stack samples is still a stall: listed, and the flame graph says why it
+    /// has nothing to draw (the text report lists it too).
+    func testStallsWithoutSamplesAreListed() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let f = try dir.write("s.5.1000.ndjson", Line.start(pid: 5, ts: 1000, exe: "/bin/s") + [
+            #"{"type":"stall","ts":900000,"pid":5,"tid":5,"thread":"s","kind":"blocked","start_ts":300000,"end_ts":900000,"duration_us":600000,"call":"connect","peer":"10.0.0.9:443","result":"ETIMEDOUT","threshold_us":250000,"samples":[],"samples_lost":1}"#,
+        ].joined(separator: "\n") + "\n" + Line.end(pid: 5, ts: 1_000_000))
+        let analysis = try RunAnalysis.load(paths: [f])
+        let report = Report(analysis: analysis)
+        let page = HTMLReport().render(analysis, report: report)
+        XCTAssertFalse(page.contains("No stalls recorded"))
+        XCTAssertTrue(page.contains("<table class=\"plain\" id=\"stall-table\">"))
+        XCTAssertTrue(page.contains("connect 10.0.0.9:443 → ETIMEDOUT"), page)
+        XCTAssertTrue(page.contains("No stack samples to draw a flame graph from."))
+        XCTAssertTrue(TextReport().render(report).contains("STALLS: 1 stall over 250 ms"))
+        // The cards count as the headline does.
+        XCTAssertTrue(page.contains(#"<dt>stalls</dt><dd>1</dd><dd class="sub">longest 600.000 ms</dd>"#), page)
+    }
+
+    /// A long run is seen beyond its first moments: besides the first requests by start and the
+    /// slowest, a sample spread over the whole run (the same for the same input).
+    func testSampleCoversTheRun() throws {
+        func collect() -> RequestCollector {
+            var c = RequestCollector(firstLimit: 10, slowestLimit: 2, sampleLimit: 20)
+            for i in 0 ..< 2000 {
+                let start = Int64(i) * 1000
+                c.add(.http(HTTPRecord(ts: start + 100, pid: 1, connId: Int64(i), role: "client", host: "h", requestIndex: 0,
+                                       requestStartTs: start, requestEndTs: start, responseStartTs: start + 50,
+                                       responseEndTs: start + 100, ttfbUs: 50, durationUs: 100)), file: 0)
+            }
+            return c
+        }
+        let c = collect()
+        let sampled = c.sampled()
+        XCTAssertEqual(sampled.count, 20 - sampled.filter { $0.requestStartTs < 10_000 }.count)
+        let starts = sampled.map(\.requestStartTs)
+        XCTAssertGreaterThan(starts.max()!, 1_000_000, "the sample reaches the second half of the run")
+        XCTAssertLessThan(starts.min()!, 1_000_000)
+        XCTAssertEqual(starts, starts.sorted())
+        XCTAssertEqual(collect().sampled().map(\.seq), sampled.map(\.seq), "a fixed seed")
+    }
+
+    /// Rows carry what the filter and the sort read: the status apart from the text (so `500`
+    /// matches a status, not a size or a path), the total, the TTFB.
+    func testRowsCarryTheirStatusApart() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let f = try dir.write("c.7.1.ndjson", Line.start(pid: 7, ts: 1000, exe: "/usr/bin/c") +
+            #"{"type":"http","ts":5000,"pid":7,"conn_id":1,"role":"client","host":"h","path":"/delay/500","status":200,"request_index":0,"request_start_ts":3000,"request_end_ts":3000,"response_start_ts":4000,"response_end_ts":5000,"response_body_bytes":500}"#
+            + "\n" + Line.end(pid: 7, ts: 6000))
+        let analysis = try RunAnalysis.load(paths: [f])
+        let page = HTMLReport().render(analysis, report: Report(analysis: analysis))
+        XCTAssertTrue(page.contains(#"data-total="2000" data-ttfb="1000" data-status="200""#), page)
+        XCTAssertTrue(HTMLAssets.script.contains("/^[1-5][0-9][0-9]$/.test(t)) hit = st === t"))
     }
 }

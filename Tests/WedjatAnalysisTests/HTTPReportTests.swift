@@ -422,3 +422,51 @@ struct LCG {
         return state >> 33
     }
 }
+
+/// What the report leaves out it says, and the text fits its width with units on every number.
+final class ReportViewTests: XCTestCase {
+    static let fixtures = ["run1", "http", "vitals", "stalls"].map { testsDir + "/Fixtures/" + $0 }
+
+    private func report(_ path: String) throws -> Report { Report(analysis: try RunAnalysis.load(paths: [path])) }
+
+    /// Fixtures/http: python's 102 exchanges past the record budget have no row in SLOWEST; their
+    /// slowest groups are listed beside it, with their p99 and max.
+    func testSlowestSaysWhatIsOnlyCounted() throws {
+        let r = try report(Self.fixtures[1])
+        let summarized = r.http.reduce(Int64(0)) { $0 + $1.summarized }
+        XCTAssertEqual(summarized, 102)
+        XCTAssertEqual(r.slowestSummarized.reduce(Int64(0)) { $0 + $1.count }, 102, "every summarized exchange is in a group")
+        let slowest = try XCTUnwrap(r.slowestSummarized.first)
+        XCTAssertEqual(slowest.maxUs, r.slowestSummarized.compactMap(\.maxUs).max())
+        let text = TextReport(width: 200).render(r)
+        XCTAssertTrue(text.contains("+ 102 exchanges only counted in http_summary records"), text)
+        XCTAssertTrue(text.contains(Format.shortDuration(slowest.maxUs!)), text)
+    }
+
+    /// At 100 columns (off a terminal) and at 60, no line is wider; durations have a unit.
+    func testTextFitsItsWidthWithUnits() throws {
+        for f in Self.fixtures {
+            let r = try report(f)
+            for width in [100, 60] {
+                for line in TextReport(width: width).render(r).split(separator: "\n") {
+                    XCTAssertLessThanOrEqual(TextReport.visibleCount(String(line)), width, "\(f) at \(width): \(line)")
+                }
+            }
+            let text = TextReport().render(r)
+            XCTAssertFalse(text.contains(" ms   ") && text.contains("P50 ms"), "a unit in the header instead of the values")
+            XCTAssertFalse(text.contains("send 0"), "zero phases are left out")
+            XCTAssertFalse(text.contains("exec_source"), "internal names")
+        }
+        // A table that cannot fit drops columns and says which.
+        let narrow = TextReport(width: 60).render(try report(Self.fixtures[1]))
+        XCTAssertTrue(narrow.contains("left out at this width"), narrow)
+    }
+
+    /// An exec chain is one PROCESSES row (run1: bash forks, the child execs curl).
+    func testExecChainIsOneRow() throws {
+        let text = TextReport(width: 200).render(try report(Self.fixtures[0]))
+        let processes = text.components(separatedBy: "PROCESSES\n")[1].components(separatedBy: "\n\n")[0]
+        XCTAssertTrue(processes.contains("curl (via bash)"), processes)
+        XCTAssertEqual(processes.split(separator: "\n").count, 1 + 3, "header and 3 processes for 4 logs")
+    }
+}

@@ -13,15 +13,11 @@ final class LogReaderPropertyTests: XCTestCase {
     override func tearDown() { dir.remove() }
 
     /// SplitMix64: tiny, seedable, good enough to pick mutations.
+    /// The reservoir sample's generator (SplitMix64), with a helper for ranges.
     struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        private var mix: SplitMix
+        init(state: UInt64) { mix = SplitMix(state: state) }
+        mutating func next() -> UInt64 { mix.next() }
         mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     }
 

@@ -196,3 +196,46 @@ extension LogReaderTests {
         XCTAssertEqual(lines, [1, 7])
     }
 }
+
+/// The reader on several threads gives what it gives on one: the same records with the same
+/// line numbers, the same warnings, whatever the block size (lines cut anywhere).
+final class ParallelReaderTests: XCTestCase {
+    func testSameAsOneThread() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        var lines = [String(Line.start(pid: 1, ts: 1000, exe: "/bin/x").dropLast())]
+        for i in 0 ..< 300 {
+            switch i % 23 {
+            case 3: lines.append("")
+            case 5: lines.append("{not json")
+            case 7: lines.append(#"{"type":"later_type","ts":1,"pid":1}"#)
+            case 11: lines.append(#"{"type":"dns","ts":"x","pid":1}"#)
+            case 13: lines.append(String(repeating: "y", count: 700))   // over maxLineBytes below
+            default:
+                lines.append(#"{"type":"connection","ts":\#(2000 + i),"pid":1,"conn_id":\#(i),"role":"client","peer":"10.0.0.1:80","bytes_in":\#(i),"bytes_out":1}"#)
+            }
+        }
+        // The last line without its newline: a truncated write.
+        let text = lines.joined(separator: "\n") + "\n" + #"{"type":"process_end","ts":9000,"pid":1"#
+        let f = try dir.write("x.1.1000.ndjson", text)
+        func read(threads: Int, block: Int) -> (records: [String], warnings: [String]) {
+            var reader = LogReader(maxLineBytes: 500, threads: threads)
+            reader.parallelMinBytes = 0
+            reader.parallelBlockBytes = block
+            var out: [String] = []
+            try? reader.read(paths: [f]) { _, line, r in out.append("\(line) \(recordTypeName(r)) \(r.ts)") }
+            return (out, reader.warnings.map(\.description))
+        }
+        let one = read(threads: 1, block: 1 << 20)
+        XCTAssertEqual(one.records.count, 1 + 300 - 5 * 13, "every good line once")
+        for block in [7, 64, 333, 4096, 1 << 20] {
+            let many = read(threads: 3, block: block)
+            XCTAssertEqual(many.records, one.records, "block \(block)")
+            XCTAssertEqual(many.warnings, one.warnings, "block \(block)")
+            if many.warnings != one.warnings {
+                print("one:", one.warnings.suffix(6).map { $0.split(separator: "/").last! })
+                print("many:", many.warnings.suffix(6).map { $0.split(separator: "/").last! })
+            }
+        }
+    }
+}

@@ -71,19 +71,22 @@ final class LogSegmentsTests: XCTestCase {
 
     func testExportsOfSplitLogsEqualTheWholeOnes() throws {
         let (path, _) = try split("export", lines: 2)
-        let whole = try ExportInput.load(paths: [testsDir + "/Fixtures/export"])
-        let rotated = try ExportInput.load(paths: [path])
-        XCTAssertEqual(rotated.images.count, whole.images.count)
-        XCTAssertEqual(rotated.exchanges.map(\.value), whole.exchanges.map(\.value))
-        XCTAssertEqual(OTLPExport.traces(rotated).text, OTLPExport.traces(whole).text)
-        XCTAssertEqual(OTLPExport.metrics(rotated).text, OTLPExport.metrics(whole).text)
+        func export(_ p: String) throws -> (context: ExportContext, texts: [String]) {
+            var requests: [String] = []
+            let r = try ExportStream.run(paths: [p], outputs: .init(har: ExportText(), trace: ExportText(),
+                                                                     otlp: { requests.append($0.text); return true }))
+            return (r.context, [r.har!.text, r.trace!.text] + requests)
+        }
+        let whole = try export(testsDir + "/Fixtures/export"), rotated = try export(path)
+        XCTAssertEqual(rotated.context.images.count, whole.context.images.count)
+        XCTAssertEqual(rotated.texts, whole.texts, "the HAR, the trace and the OTLP requests")
     }
 
     func testDiffOfARunAndItsSegmentedCopyShowsNoChange() throws {
         let (path, _) = try split("diff/b", lines: 2)
         let whole = Report(analysis: try RunAnalysis.load(paths: [testsDir + "/Fixtures/diff/b"]))
         let rotated = Report(analysis: try RunAnalysis.load(paths: [path]))
-        let d = RunDiff(a: whole, pathA: "whole", b: rotated, pathB: "segments", thresholds: [])
+        let d = try RunDiff(a: whole, pathA: "whole", b: rotated, pathB: "segments", thresholds: [])
         XCTAssertGreaterThan(d.metrics.count, 10)
         XCTAssertEqual(d.metrics.filter { ($0.change ?? 0) != 0 || ($0.a == nil) != ($0.b == nil) }.map(\.metric), [])
         XCTAssertEqual(d.hosts.flatMap(\.metrics).filter { ($0.change ?? 0) != 0 }.map(\.metric), [])

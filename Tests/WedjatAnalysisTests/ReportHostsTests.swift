@@ -24,7 +24,7 @@ final class ReportHostsTests: XCTestCase {
     private func conn(_ ts: Int64, id: Int64, peer: String = "10.0.0.5:443", host: String? = "api.local",
                       requests: Int64?, error: String? = nil, dns: Int64? = nil, connect: Int64? = 100,
                       tls: Int64? = nil, role: String = "client", local: String? = "10.1.1.1:40000") -> Record {
-        .connection(ConnectionRecord(ts: ts, pid: 1, connId: id, role: role, local: local, peer: peer, durationUs: 5000,
+        .connection(ConnectionRecord(ts: ts, pid: 1, connId: id, role: role, local: local, peer: peer, openTs: ts - 5000, durationUs: 5000,
                                      connectUs: connect, error: error, host: host,
                                      tls: tls.map { TLSInfo(library: "openssl", handshakeUs: $0 - 10, phaseUs: $0) },
                                      httpRequests: requests, dnsUs: dns))
@@ -66,8 +66,11 @@ final class ReportHostsTests: XCTestCase {
         XCTAssertEqual([api.attempts, api.networkErrors], [3, 1])
         XCTAssertEqual(api.networkErrorRate, 0.333333)
         XCTAssertEqual(api.statusCodes.map(\.status), [200, 503])
-        // Both exchanges timed: 2 × 1000 bytes over 1.3 ms.
-        XCTAssertEqual(Double(try XCTUnwrap(api.throughputBytesPerS)), 2000 / 0.0013, accuracy: 1)
+        // RATE: 2 × 1000 bytes over the host's active span, the first request's start (600 us)
+        // to the last response's end (2000 us).
+        XCTAssertEqual(api.activeSpanUs, 1400)
+        XCTAssertEqual(Double(try XCTUnwrap(api.throughputBytesPerS)), 2000 / 0.0014, accuracy: 1)
+        XCTAssertEqual([api.bytesIn, api.bytesOut], [api.responseBytes, api.requestBytes], "a client receives the responses")
 
         let refused = try XCTUnwrap(r.http.last)
         XCTAssertEqual([refused.requests, refused.attempts, refused.networkErrors], [0, 1, 1])
@@ -142,10 +145,13 @@ final class ReportHostsTests: XCTestCase {
         XCTAssertEqual([r.slowest[1].dnsUs, r.slowest[1].connectUs, r.slowest[1].tlsUs], [40, 110, 900])
         XCTAssertEqual([r.slowest[0].dnsUs, r.slowest[0].connectUs, r.slowest[0].tlsUs], [nil, nil, nil])
         XCTAssertEqual(r.slowest[0].log, "app.1.0.ndjson")
-        let text = TextReport().render(r)
-        XCTAssertTrue(text.contains("SLOWEST REQUESTS (3 of 5 exchanges"), text)
-        XCTAssertTrue(text.contains("dns 0.040 connect 0.110 tls 0.900 send 0.000 wait 0.600 receive 0.100"), text)
-        XCTAssertTrue(text.contains("app.1.0.ndjson:4"), text)
+        let text = TextReport(width: 200).render(r)
+        XCTAssertTrue(text.contains("SLOWEST REQUESTS (3 of 5 recorded exchanges"), text)
+        // Zero phases are left out; set-up + total is the exchange with its connection's set-up.
+        XCTAssertTrue(text.contains("blocked 290 us, dns 40 us, connect 110 us, tls 900 us, wait 600 us, receive 100 us · pid 1 app.1.0.ndjson:4"), text)
+        XCTAssertEqual(r.slowest[1].setupUs, 290 + 40 + 110 + 900)
+        XCTAssertEqual(r.slowest[1].elapsedUs, 290 + 40 + 110 + 900 + 700)
+        XCTAssertEqual(r.slowest[0].setupUs, nil, "a reused connection's exchange has no set-up")
     }
 
     /// One pass for several percentiles gives what the library's valueAtPercentile gives.

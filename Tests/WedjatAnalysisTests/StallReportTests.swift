@@ -178,7 +178,8 @@ final class StallReportTests: XCTestCase {
         XCTAssertEqual(s.stalls.map(\.group), [0, 1, 0])
         XCTAssertEqual(s.symbolWarnings.map(\.text), [])
 
-        let text = TextReport().render(report)
+        // Wide enough for whole cells (a 100-column report cuts the WHAT column).
+        let text = TextReport(width: 200).render(report)
         XCTAssertTrue(text.contains("STALLS: 3 stalls over 250 ms, 2.216 s in total (loop 2, blocked 1), longest first"), text)
         XCTAssertTrue(text.contains("connect fd 7 10.0.0.9:443 (api.example.com) → ETIMEDOUT"), text)
         XCTAssertTrue(text.contains("loop 1.204 s in pid 42 server, thread server (42), 1.201 s on CPU, after epoll_wait; "

@@ -71,6 +71,23 @@ final class ConfigTests: XCTestCase {
         ])
     }
 
+    func testEmptyRedactWarnsAndKeepsRedacting() {
+        let cfg = parse(["WEDJAT_REDACT": ""])
+        XCTAssertEqual(cfg.redact, Int32(WJ_REDACT_ALL))
+        XCTAssertEqual(warnings(cfg), ["WEDJAT_REDACT=: empty; use none to turn redaction off; using all"])
+        XCTAssertEqual(parse(["WEDJAT_REDACT": "none"]).redact, 0)
+        let bad = parse(["WEDJAT_REDACT": "query,cookies"])
+        XCTAssertEqual(bad.redact, Int32(WJ_REDACT_ALL), "an unknown word keeps all, not the words before it")
+    }
+
+    func testSegmentSettings() {
+        let d = parse([:])
+        XCTAssertEqual([d.segment_mb, d.segment_s, d.retain_mb, d.dir_retain_mb], [64, 0, 1024, 0])
+        let cfg = parse(["WEDJAT_SEGMENT_MB": "0", "WEDJAT_SEGMENT_S": "3600", "WEDJAT_RETAIN_MB": "10", "WEDJAT_DIR_RETAIN_MB": "100"])
+        XCTAssertEqual([cfg.segment_mb, cfg.segment_s, cfg.retain_mb, cfg.dir_retain_mb], [0, 3600, 10, 100])
+        XCTAssertEqual(warnings(cfg), [])
+    }
+
     func testUnknownVariableIsNamed() {
         var cfg = parse([:])
         let names: [String] = ["WEDJAT_FLUSHMS=10", "PATH=/bin", "WEDJAT_DIR=/x"]

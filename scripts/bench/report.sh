@@ -6,8 +6,16 @@
 #    host it wrote;
 # 2. `wedjat report --format json` (release build) reads it: time, peak RSS;
 # 3. jq computes the requests per host from the same file (http records + http_summary counts);
-# 4. the three per-host counts must be equal (exit 1 otherwise), then MB/s of both and the ratio.
-# Target: report >= 100 MB/s (exit 1 below it; WEDJAT_BENCH_MIN_MBPS to change).
+# 4. the three per-host counts must be equal (exit 1 otherwise), then MB/s of both and the ratio;
+# 5. DuckDB (the python package, as a data-minded user would) answers count, p50 and p99 of TTFB
+#    per host and role with read_ndjson (2 threads); its counts of http records per host must be
+#    wedjat's `records`, and its time is printed beside wedjat's;
+# 6. each export (--har, --chrome-trace, --otlp-json) of the same log: MB/s, peak RSS, and its
+#    speed over the report's (target: at least 0.5);
+# 7. the reader's stages (wedjat-reader-bench: JSONDocument's parse alone, parse + decode) beside
+#    simdjson 3's parser on the same lines (scripts/bench/simdjson_parse.cpp, libsimdjson-dev).
+# Target: report >= 100 MB/s (exit 1 below it; WEDJAT_BENCH_MIN_MBPS to change); every export at
+# least half the report's MB/s (exit 1 otherwise). WEDJAT_READ_THREADS sets the reader's threads.
 # The log is kept in WEDJAT_BENCH_DIR (default /tmp/wedjat-report-bench) and reused when its
 # size matches. WEDJAT_SCRATCH: the build directory (default .build-release).
 set -euo pipefail
@@ -21,7 +29,9 @@ mkdir -p "$dir"
 log=$dir/gateway.4242.1763782510000000.ndjson
 
 swift build -c release --scratch-path "$scratch" --product wedjat-cli >&2
-cli=$(swift build -c release --scratch-path "$scratch" --show-bin-path)/wedjat-cli
+swift build -c release --scratch-path "$scratch" --product wedjat-reader-bench >&2
+bin=$(swift build -c release --scratch-path "$scratch" --show-bin-path)
+cli=$bin/wedjat-cli
 
 want=$(( size_mb * 1024 * 1024 ))
 have=$(stat -c %s "$log" 2>/dev/null || echo 0)
@@ -60,8 +70,58 @@ jq_s=$(timed "$dir/jq.counts" jq -n -r 'reduce (inputs | select(.type == "http" 
     | to_entries[] | "\(.key) \(.value)"' "$log")
 jq_rss=$(cat "$dir/rss")
 
+# DuckDB: the query a user would write for the same question (per host and role: requests with a
+# record, TTFB p50 and p99), on 2 threads.
+duck_s=""
+if python3 -c "import duckdb" 2>/dev/null; then
+    cat > "$dir/duck.py" <<'EOF'
+import duckdb, sys
+con = duckdb.connect()
+con.execute("SET threads TO 2")
+rows = con.execute("""
+    SELECT role, coalesce(host, peer) AS host, count(*) AS records,
+           quantile_disc(ttfb_us, 0.5) AS p50, quantile_disc(ttfb_us, 0.99) AS p99
+    FROM read_ndjson(?, ignore_errors = true)
+    WHERE type = 'http' GROUP BY ALL""", [sys.argv[1]]).fetchall()
+for role, host, records, p50, p99 in rows:
+    print(role, host, records)
+EOF
+    duck_s=$(timed "$dir/duck.counts" python3 "$dir/duck.py" "$log")
+    duck_rss=$(cat "$dir/rss")
+    python3 - "$dir/report.json" > "$dir/report.records" <<'EOF'
+import json, sys
+for h in json.load(open(sys.argv[1]))["http"]:
+    if h["records"] > 0:
+        print(h["role"], h["host"], h["records"])
+EOF
+else
+    echo "report.sh: the duckdb python package is not installed (scripts/deps.sh installs it): no DuckDB comparison" >&2
+fi
+
+# The exports, each alone, as a user runs them.
+exports=""
+for fmt in har chrome-trace otlp-json; do
+    export_s=$(timed /dev/null "$cli" export --"$fmt" "$dir/export.$fmt" "$log")
+    exports="$exports $fmt:$export_s:$(cat "$dir/rss")"
+    rm -f "$dir/export.$fmt"
+done
+
+# The reader's stages, and simdjson on the same lines.
+stages=$("$bin/wedjat-reader-bench" "$log")
+simd=""
+if [ -e /usr/include/simdjson.h ] && g++ -O3 -std=c++17 -o "$dir/simdjson_parse" scripts/bench/simdjson_parse.cpp -lsimdjson 2>"$dir/gcc.err"; then
+    simd=$("$dir/simdjson_parse" "$log")
+else
+    echo "report.sh: simdjson could not be built (libsimdjson-dev missing?): $(head -3 "$dir/gcc.err" 2>/dev/null)" >&2
+fi
+
 status=0
+if [ -n "$duck_s" ] && ! diff <(sort "$dir/report.records") <(sort "$dir/duck.counts") > "$dir/duck.diff"; then
+    echo "FAIL: DuckDB's http records per host differ from the report's ($dir/duck.diff)"
+    status=1
+fi
 for f in report jq; do
+
     if ! diff <(sort "$dir/expected.counts") <(sort "$dir/$f.counts") > "$dir/$f.diff"; then
         echo "FAIL: $f's requests per host differ from the generator's ($dir/$f.diff)"
         status=1
@@ -70,16 +130,37 @@ done
 hosts=$(wc -l < "$dir/expected.counts")
 requests=$(awk '{ n += $3 } END { print n }' "$dir/expected.counts")
 
-python3 - "$mb" "$report_s" "$jq_s" "$report_rss" "$jq_rss" "$min_mbps" "$hosts" "$requests" <<'EOF' || status=1
+python3 - "$mb" "$report_s" "$jq_s" "$report_rss" "$jq_rss" "$min_mbps" "$hosts" "$requests" "${duck_s:-}" "${duck_rss:-0}" \
+    "$exports" "$stages" "$simd" "$(nproc)" "${WEDJAT_READ_THREADS:-all}" <<'EOF' || status=1
 import sys
 mb, rs, js = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 rss_r, rss_j, minimum, hosts, requests = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), sys.argv[7], sys.argv[8]
-print(f"log: {mb:.1f} MB, {hosts} hosts, {requests} requests (per-host counts checked)")
+duck_s, duck_rss, exports, stages, simd, cpus, threads = sys.argv[9], int(sys.argv[10]), sys.argv[11], sys.argv[12], sys.argv[13], sys.argv[14], sys.argv[15]
+failed = False
+print(f"log: {mb:.1f} MB, {hosts} hosts, {requests} requests (per-host counts checked); {cpus} CPUs, reader threads: {threads}")
 print(f"wedjat report: {rs:7.3f} s  {mb / rs:7.1f} MB/s  peak RSS {rss_r / 1024:.0f} MiB")
-print(f"jq:            {js:7.3f} s  {mb / js:7.1f} MB/s  peak RSS {rss_j / 1024:.0f} MiB")
-print(f"ratio: wedjat report is {js / rs:.2f}x jq's speed")
+print(f"jq:            {js:7.3f} s  {mb / js:7.1f} MB/s  peak RSS {rss_j / 1024:.0f} MiB  (wedjat report is {js / rs:.2f}x jq's speed)")
+if duck_s:
+    ds = float(duck_s)
+    print(f"DuckDB:        {ds:7.3f} s  {mb / ds:7.1f} MB/s  peak RSS {duck_rss / 1024:.0f} MiB  (wedjat report takes {rs / ds:.2f}x DuckDB's time)")
+for item in exports.split():
+    fmt, secs, rss = item.split(":")
+    secs = float(secs)
+    ratio = rs / secs
+    print(f"export --{fmt:12s} {secs:7.3f} s  {mb / secs:7.1f} MB/s  peak RSS {int(rss) / 1024:.0f} MiB  ({ratio:.2f} of the report's speed)")
+    if ratio < 0.5:
+        print(f"FAIL: export --{fmt} below half the report's MB/s")
+        failed = True
+names = {"parse": "JSONDocument parse", "decode": "parse + decode", "dom": "simdjson DOM, per line",
+         "many": "simdjson parse_many"}
+for line in (stages + "\n" + simd).splitlines():
+    parts = line.split()
+    if len(parts) == 4:
+        t = float(parts[3])
+        print(f"reader stage: {names.get(parts[0], parts[0]):24s} {t:7.3f} s  {int(parts[2]) / 1048576 / t:7.1f} MB/s  (one thread)")
 if mb / rs < minimum:
     print(f"FAIL: wedjat report below {minimum:.0f} MB/s")
-    sys.exit(1)
+    failed = True
+sys.exit(1 if failed else 0)
 EOF
 exit $status

@@ -208,6 +208,10 @@ typedef struct wj_config {
     char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
     int sample_ms;         // vitals sample interval, 0 = no sampling (WEDJAT_SAMPLE_MS)
     int stall_ms;          // stall threshold, 0 = no stall detection (WEDJAT_STALL_MS)
+    int segment_mb;        // a new log segment past this size (WEDJAT_SEGMENT_MB, 0 = never)
+    int segment_s;         // or this age (WEDJAT_SEGMENT_S, 0 = never)
+    int retain_mb;         // this process's segments together (WEDJAT_RETAIN_MB, 0 = keep all)
+    int dir_retain_mb;     // the log directory's logs together (WEDJAT_DIR_RETAIN_MB, 0 = no limit)
 } wj_config;
 
 // Parses WEDJAT_* from a getenv-like lookup. Invalid values: one warning each, default kept.
@@ -222,6 +226,32 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp);
 // by wedjat's agent thread, whose fd table is its own (the app can neither see nor close the
 // fd), or by the final flush of a process without that thread (then closed again). A file
 // moved away or deleted is created again at its path.
+
+// A log is a sequence of segments (docs/LOG_FORMAT.md, "Segments"): segment 0 at the log's
+// path, segment n at <path without .ndjson>.<n>.ndjson.
+#define WJ_MAX_CLOSED_SEGMENTS 1024
+typedef struct wj_segment_info {
+    int index;
+    uint64_t bytes, lines;
+} wj_segment_info;
+
+typedef struct wj_segments {
+    uint64_t segment_bytes;    // a new segment past this size (0: never)
+    uint64_t segment_ns;       // or this age (0: never)
+    uint64_t retain_bytes;     // this process's segments together (0: keep all)
+    uint64_t dir_retain_bytes; // the directory's *.ndjson together (0: no limit)
+    int index;                 // the live segment's number
+    uint64_t started_mono;     // when it began
+    uint64_t lines;            // lines written into it
+    wj_segment_info closed[WJ_MAX_CLOSED_SEGMENTS];  // closed segments still on disk, oldest first
+    int n_closed;
+    int rotation_blocked;      // no new segment could be created (said once, in a warning)
+    uint64_t removed, removed_unshipped;   // segments deleted by retention
+    uint64_t records_written[3];           // segment_end, segments_removed, warning lines written here
+    uint64_t anchor_mono, anchor_real;     // the image's clock anchor, for the records it writes
+    int pid;
+    char base[WJ_PATH_MAX];    // segment 0's path
+} wj_segments;
 
 typedef struct wj_logfile {
     pthread_mutex_t lock;      // held around check+write
@@ -240,11 +270,16 @@ typedef struct wj_logfile {
     const char *header;        // written first into every new or emptied file (process_start)
     size_t header_len;
     int header_landed;
-    char path[WJ_PATH_MAX];
+    char path[WJ_PATH_MAX];    // the live segment's
     char error[WJ_WARNING_LEN]; // why the file could not be created, if it could not
+    wj_segments seg;
 } wj_logfile;
 
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes);
+// Segments: sizes in bytes, age in ns (0: off); the clock anchor and pid for the records the
+// writer adds itself (segment_end, segments_removed, warning).
+void wj_logfile_set_segments(wj_logfile *lf, uint64_t segment_bytes, uint64_t segment_ns, uint64_t retain_bytes,
+                             uint64_t dir_retain_bytes, uint64_t anchor_mono, uint64_t anchor_real, int pid);
 // The line every file must begin with; the buffer must stay valid. Written before the next
 // batch and again whenever the file is recreated or found empty.
 void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len);

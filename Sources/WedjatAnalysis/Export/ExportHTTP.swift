@@ -80,24 +80,32 @@ extension ConnectionRecord {
 }
 
 enum AddressParts {
-    /// `host:port`, `[v6]:port`, `host`, `v6` → host (brackets off) and port.
+    /// `host:port`, `[v6]:port`, `host`, `v6` → host (brackets off) and port. On the bytes:
+    /// it runs for every exchange of an export.
     static func split(_ s: String) -> (host: String, port: Int?) {
-        if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
-            let host = String(s[s.index(after: s.startIndex) ..< close])
-            let rest = s[s.index(after: close)...]
-            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
+        var s = s
+        return s.withUTF8 { u -> (host: String, port: Int?) in
+            func port(_ from: Int) -> Int? {
+                guard from < u.count, u.count - from <= 5 else { return nil }
+                var v = 0
+                for i in from ..< u.count {
+                    let c = u[i]
+                    guard c >= 0x30, c <= 0x39 else { return nil }
+                    v = v * 10 + Int(c - 0x30)
+                }
+                return v
+            }
+            if u.first == UInt8(ascii: "["), let close = u.firstIndex(of: UInt8(ascii: "]")) {
+                let host = String(decoding: UnsafeBufferPointer(rebasing: u[1 ..< close]), as: UTF8.self)
+                return (host, close + 1 < u.count && u[close + 1] == UInt8(ascii: ":") ? port(close + 2) : nil)
+            }
+            var colon = -1, colons = 0
+            for (i, c) in u.enumerated() where c == UInt8(ascii: ":") { colons += 1; colon = i }
+            if colons == 1, let p = port(colon + 1) {
+                return (String(decoding: UnsafeBufferPointer(rebasing: u[0 ..< colon]), as: UTF8.self), p)
+            }
+            return (String(decoding: u, as: UTF8.self), nil)
         }
-        // Counted over the UTF-8 bytes: this runs for every exchange exported or shipped.
-        var colons = 0
-        var colon: String.Index?
-        for i in s.utf8.indices where s.utf8[i] == UInt8(ascii: ":") {
-            colons += 1
-            colon = colon ?? i
-        }
-        if colons == 1, let c = colon, let port = Int(s[s.index(after: c)...]) {
-            return (String(s[..<c]), port)
-        }
-        return (s, nil)
     }
 }
 

@@ -39,51 +39,62 @@ public indirect enum ExportJSON: Equatable, Sendable {
     /// Compact text; `indent` > 0 pretty-prints with that many spaces a level (`level`: how
     /// deep the value will sit in its document).
     public func rendered(indent: Int = 0, level: Int = 0) -> String {
-        var out = ""
+        String(decoding: renderedBytes(indent: indent, level: level), as: UTF8.self)
+    }
+
+    /// The same as bytes (written into a byte buffer: the exports' hot path).
+    public func renderedBytes(indent: Int = 0, level: Int = 0) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
         write(into: &out, indent: indent, level: level)
         return out
     }
 
-    func write(into out: inout String, indent: Int, level: Int) {
+    func write(into out: inout [UInt8], indent: Int, level: Int) {
         switch self {
         case .object(let members):
-            if members.isEmpty { out += "{}"; return }
-            out += "{"
+            if members.isEmpty { out.append(contentsOf: [0x7B, 0x7D]); return }
+            out.append(0x7B)
             for (i, (key, value)) in members.enumerated() {
-                if i > 0 { out += "," }
-                newline(&out, indent, level + 1)
+                if i > 0 { out.append(0x2C) }
+                ExportJSON.newline(&out, indent, level + 1)
                 ExportJSON.writeString(key, into: &out)
-                out += indent > 0 ? ": " : ":"
+                out.append(0x3A)
+                if indent > 0 { out.append(0x20) }
                 value.write(into: &out, indent: indent, level: level + 1)
             }
-            newline(&out, indent, level)
-            out += "}"
+            ExportJSON.newline(&out, indent, level)
+            out.append(0x7D)
         case .array(let items):
-            if items.isEmpty { out += "[]"; return }
-            out += "["
+            if items.isEmpty { out.append(contentsOf: [0x5B, 0x5D]); return }
+            out.append(0x5B)
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                newline(&out, indent, level + 1)
+                if i > 0 { out.append(0x2C) }
+                ExportJSON.newline(&out, indent, level + 1)
                 item.write(into: &out, indent: indent, level: level + 1)
             }
-            newline(&out, indent, level)
-            out += "]"
+            ExportJSON.newline(&out, indent, level)
+            out.append(0x5D)
         case .string(let s): ExportJSON.writeString(s, into: &out)
-        case .int(let n): out += String(n)
-        case .fixed(let units, let decimals): out += ExportJSON.decimal(units, decimals)
-        case .bool(let b): out += b ? "true" : "false"
-        case .null: out += "null"
-        case .raw(let text): out += text
+        case .int(let n): out.append(contentsOf: String(n).utf8)
+        case .fixed(let units, let decimals): out.append(contentsOf: ExportJSON.decimal(units, decimals).utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .raw(let text): out.append(contentsOf: text.utf8)
         }
     }
 
-    private func newline(_ out: inout String, _ indent: Int, _ level: Int) {
+    private static let spaces = [UInt8](repeating: 0x20, count: 256)
+
+    private static func newline(_ out: inout [UInt8], _ indent: Int, _ level: Int) {
         guard indent > 0 else { return }
-        out += "\n"
-        out += String(repeating: " ", count: indent * level)
+        out.append(0x0A)
+        let n = indent * level
+        if n <= spaces.count { out.append(contentsOf: spaces[0 ..< n]) } else { out.append(contentsOf: repeatElement(0x20, count: n)) }
     }
 
     static func decimal(_ units: Int64, _ decimals: Int) -> String {
+        guard decimals > 0 else { return String(units) }
         var scale: Int64 = 1
         for _ in 0 ..< decimals { scale *= 10 }
         let magnitude = units.magnitude
@@ -94,22 +105,30 @@ public indirect enum ExportJSON: Equatable, Sendable {
         return (units < 0 ? "-" : "") + String(whole) + (frac.isEmpty ? "" : "." + frac)
     }
 
-    static func writeString(_ s: String, into out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20:
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(0x22)
+        var s = s
+        // Most strings need no escape: one copy of their bytes.
+        let clean = s.withUTF8 { u -> Bool in
+            for c in u where c < 0x20 || c == 0x22 || c == 0x5C { return false }
+            out.append(contentsOf: u)
+            return true
+        }
+        if clean { out.append(0x22); return }
+        for c in s.utf8 {
+            switch c {
+            case 0x22: out.append(contentsOf: [0x5C, 0x22])
+            case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0 ..< 0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 15)]])
+            default: out.append(c)
             }
         }
-        out += "\""
+        out.append(0x22)
     }
 }
 
@@ -150,6 +169,16 @@ public struct ExportText: @unchecked Sendable {
 
     public var string: String { String(decoding: chunks.joined(), as: UTF8.self) }
 
+
+    public mutating func append(bytes: [UInt8]) {
+        if chunks.isEmpty || chunks[chunks.count - 1].count + bytes.count > ExportText.chunkSize {
+            if let sink, let full = chunks.popLast() { sink(full) }
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(max(ExportText.chunkSize, bytes.count))
+            chunks.append(chunk)
+        }
+        chunks[chunks.count - 1].append(contentsOf: bytes)
+    }
 
     public mutating func append(_ text: String) {
         let count = text.utf8.count

@@ -4,226 +4,97 @@ import Foundation
 /// records, with the connect, TLS and DNS phases of their connections. Unknown values are
 /// `-1` (sizes, phases that do not apply) or `""` (strings), as the spec allows.
 public enum HARExport {
-    /// A client's view: server-side exchanges are left out (they are in the other exports).
-    public static let contents: ExportInput.Contents = [.clientExchanges, .httpConnections, .lookups]
-
-    /// `text`: where to write (an `ExportText` with a sink streams to a file).
-    public static func render(_ input: ExportInput, into text: ExportText = ExportText()) -> ExportDocument {
-        let connections = input.connectionsByID()
-        let lookups = LookupIndex(input)
-        // Only what sorting needs is kept; each entry is rendered when it is written.
-        var entries: [(start: Int64, index: Int, timings: Timings)] = []
-        var serverSide = input.leftOutExchanges
-        var unplaced = 0
-        for (index, e) in input.exchanges.enumerated() {
-            let h = e.value
-            guard h.role != "server" else { serverSide += 1; continue }
-            let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-            guard let timings = Timings(h, connection: connection, lookups: lookups, image: e.image) else {
-                unplaced += 1
-                continue
-            }
-            entries.append((timings.startTs, index, timings))
-        }
-        entries.sort { ($0.start, $0.index) < ($1.start, $1.index) }
-
-        var notes: [String] = []
-        if serverSide > 0 {
-            notes.append("\(serverSide) server-side exchange\(serverSide == 1 ? "" : "s") left out of the HAR (a client's view; they are in the trace and OTLP exports)")
-        }
-        if unplaced > 0 {
-            notes.append("\(unplaced) exchange\(unplaced == 1 ? "" : "s") without a request start left out of the HAR")
-        }
-        // Said in the file too (HAR's `log.comment`), for whoever opens it in a viewer; the
-        // summarized exchanges are a warning of `wedjat export`'s own (ExportInput.summarizedWarning).
-        var comment = notes
-        if input.summarizedClientExchanges > 0 {
-            let n = input.summarizedClientExchanges
-            comment.append("\(n) client exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and \(n == 1 ? "has" : "have") no entry")
-        }
-        let version = input.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
-        let log = { (entries: ExportJSON) -> ExportJSON in
-            var log = JSONObject()
-            log.add("version", .string("1.2"))
-            log.add("creator", .object([("name", .string("wedjat")), ("version", .string(version))]))
-            log.add("entries", entries)
-            if !comment.isEmpty { log.add("comment", .string(comment.joined(separator: "; ") + ".")) }
-            return .object([("log", log.json)])
-        }
-        var out = text
-        if entries.isEmpty {
-            out.append(log(.array([])).rendered(indent: 2))
-        } else {
-            let frame = ExportText.frame(log, indent: 2)
-            out.append(frame.open)
-            for (i, e) in entries.enumerated() {
-                if i > 0 { out.append(frame.separator) }
-                let exchange = input.exchanges[e.index]
-                let connection = exchange.value.connId.flatMap { connections[ConnectionKey(image: exchange.image, connId: $0)] }
-                // At its depth in the document: log.entries[i].
-                out.append(entry(exchange.value, timings: e.timings, connection: connection).rendered(indent: 2, level: 3))
-            }
-            out.append(frame.close)
-        }
-        out.append("\n")
-        return ExportDocument(body: out, count: entries.count, notes: notes)
-    }
-
-    /// HAR's phases of one exchange, in microseconds (`nil`: -1, does not apply).
-    struct Timings: Equatable {
-        var startTs: Int64
-        var blocked: Int64?
-        var dns: Int64?
-        var connect: Int64?
-        var ssl: Int64?
-        var send: Int64
-        var wait: Int64
-        var receive: Int64
-
-        /// The entry's `time`: the phases that apply, `ssl` not again (it is inside `connect`).
-        var total: Int64 { (blocked ?? 0) + (dns ?? 0) + (connect ?? 0) + send + wait + receive }
-
-        /// The first exchange of a connection carries its set-up: from the DNS lookup's start
-        /// (when the connection's own lookup is known), the gaps before the connect and after the
-        /// connection was ready as `blocked`, then `dns`, `connect` (TLS included) and `ssl`.
-        /// A reused connection's exchange starts at its request: set-up phases are -1.
-        init?(_ h: HTTPRecord, connection c: ConnectionRecord?, lookups: LookupIndex, image: Int) {
-            guard let requestStart = h.requestStartTs else { return nil }
-            let requestEnd = max(requestStart, h.requestEndTs ?? requestStart)
-            // A response that began before the request ended (an early answer, 100 Continue)
-            // ends the sending: the phases never overlap.
-            let sendEnd = min(requestEnd, h.responseStartTs ?? requestEnd)
-            send = sendEnd - requestStart
-            if let responseStart = h.responseStartTs {
-                wait = max(0, responseStart - sendEnd)
-                receive = max(0, (h.responseEndTs ?? h.ts) - responseStart)
-            } else {
-                // No response: waited until the exchange was cut short (the record's time).
-                wait = max(0, h.ts - sendEnd)
-                receive = 0
-            }
-            startTs = requestStart
-            guard h.requestIndex == 0, let c, let open = c.openTs else { return }
-
-            var start = open
-            var blockedUs: Int64 = 0
-            if let dnsUs = c.dnsUs, dnsUs >= 0 {
-                dns = dnsUs
-                if let lookup = lookups.lookup(of: c, image: image), let lookupStart = lookup.startTs {
-                    start = lookupStart
-                    blockedUs += max(0, open - lookup.ts)
-                } else {
-                    start = open - dnsUs
-                }
-            }
-            var ready = open
-            if let connectUs = c.connectUs, connectUs >= 0 {
-                ready = open + connectUs
-                if let tlsUs = c.tls?.phaseUs, tlsUs >= 0, c.tls?.endTs != nil {
-                    ssl = tlsUs
-                    ready += tlsUs
-                }
-                connect = ready - open
-            }
-            blockedUs += max(0, requestStart - ready)
-            blocked = blockedUs
-            startTs = start
-        }
-    }
-
     /// `httpVersion` when the record has none (logs written before it had): what TLS negotiated
     /// (ALPN), else `HTTP/1.x`: wedjat parses nothing but HTTP/1.0 and HTTP/1.1, so that much is
     /// known, and HAR viewers show it as the protocol.
     static let unknownMinorVersion = "HTTP/1.x"
 
-    private static func entry(_ h: HTTPRecord, timings t: Timings, connection c: ConnectionRecord?) -> ExportJSON {
+    /// One entry, written into `w` (made with the document's indent and the entry's depth).
+    static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: inout JSONBytes) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
-        var request = JSONObject()
-        request.add("method", .string(h.method ?? ""))
-        request.add("url", .string(h.url))
-        request.add("httpVersion", .string(h.version ?? fallback))
-        request.add("cookies", .array([]))
-        request.add("headers", headers(h, prefix: "request."))
-        request.add("queryString", queryString(h))
-        request.add("headersSize", .int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1))
-        request.add("bodySize", .int(h.requestBodyBytes))
-
         let responded = h.responseStartTs != nil
-        var response = JSONObject()
-        response.add("status", .int(Int64(h.status ?? 0)))
-        response.add("statusText", .string(""))
+        func millis(_ us: Int64) { w.fixed(us, 3) }
+        func phase(_ us: Int64?) { if let us { millis(us) } else { w.int(-1) } }
+        w.openObject()
+        w.key("startedDateTime"); w.string(ExportTime.iso8601(t.startTs))
+        w.key("time"); millis(t.elapsed)
+        w.key("request")
+        w.openObject()
+        w.key("method"); w.string(h.method ?? "")
+        w.key("url"); w.string(h.url)
+        w.key("httpVersion"); w.string(h.version ?? fallback)
+        w.key("cookies"); w.openArray(); w.closeArray()
+        w.key("headers"); writeHeaders(h, prefix: "request.", into: &w)
+        w.key("queryString"); writeQueryString(h, into: &w)
+        w.key("headersSize"); w.int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
+        w.key("bodySize"); w.int(h.requestBodyBytes)
+        w.closeObject()
+        w.key("response")
+        w.openObject()
+        w.key("status"); w.int(Int64(h.status ?? 0))
+        w.key("statusText"); w.string("")
         // No response: nothing to say; a response without a final status line: version unknown.
-        response.add("httpVersion", .string(!responded ? "" : h.finalResponseVersion ?? fallback))
-        response.add("cookies", .array([]))
-        response.add("headers", headers(h, prefix: "response."))
-        response.add("content", .object([
-            ("size", .int(responded ? h.responseBodyBytes : 0)),
-            ("mimeType", .string(h.header("response.content-type") ?? "")),
-        ]))
-        response.add("redirectURL", .string(""))
-        response.add("headersSize", .int(responded ? h.responseHeaderBytes : -1))
-        response.add("bodySize", .int(responded ? h.responseBodyBytes : -1))
-
-        func phase(_ us: Int64?) -> ExportJSON { us.map(ExportJSON.millis) ?? .int(-1) }
-        var o = JSONObject()
-        o.add("startedDateTime", .string(ExportTime.iso8601(t.startTs)))
-        o.add("time", .millis(t.total))
-        o.add("request", request.json)
-        o.add("response", response.json)
-        o.add("cache", .object([]))
-        o.add("timings", .object([
-            ("blocked", phase(t.blocked)), ("dns", phase(t.dns)), ("connect", phase(t.connect)),
-            ("send", .millis(t.send)), ("wait", .millis(t.wait)), ("receive", .millis(t.receive)),
-            ("ssl", phase(t.ssl)),
-        ]))
-        o.add("serverIPAddress", h.peer.map { AddressParts.split($0).host })
-        if let local = c?.local, let port = AddressParts.split(local).port {
-            o.add("connection", String(port))
-        } else if let id = h.connId {
-            o.add("connection", "\(h.pid)-\(id)")
-        }
-        o.add("_pid", .int(Int64(h.pid)))
-        o.add("_error", h.error)
-        return o.json
+        w.key("httpVersion"); w.string(!responded ? "" : h.finalResponseVersion ?? fallback)
+        w.key("cookies"); w.openArray(); w.closeArray()
+        w.key("headers"); writeHeaders(h, prefix: "response.", into: &w)
+        w.key("content")
+        w.openObject()
+        w.key("size"); w.int(responded ? h.responseBodyBytes : 0)
+        w.key("mimeType"); w.string(h.header("response.content-type") ?? "")
+        w.closeObject()
+        w.key("redirectURL"); w.string("")
+        w.key("headersSize"); w.int(responded ? h.responseHeaderBytes : -1)
+        w.key("bodySize"); w.int(responded ? h.responseBodyBytes : -1)
+        w.closeObject()
+        w.key("cache"); w.openObject(); w.closeObject()
+        w.key("timings")
+        w.openObject()
+        w.key("blocked"); phase(t.blocked)
+        w.key("dns"); phase(t.dns)
+        w.key("connect"); phase(t.connect)
+        w.key("send"); millis(t.send)
+        w.key("wait"); millis(t.wait)
+        w.key("receive"); millis(t.receive)
+        w.key("ssl"); phase(t.ssl)
+        w.closeObject()
+        if let peer = h.peer { w.key("serverIPAddress"); w.string(AddressParts.split(peer).host) }
+        // Unique within the run (local ports are reused), and the same for every exchange of a
+        // connection, which is written before the connection's record.
+        if let id = h.connId { w.key("connection"); w.string("\(h.pid)-\(id)") }
+        w.key("_pid"); w.int(Int64(h.pid))
+        if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
+        if let e = h.error { w.key("_error"); w.string(e) }
+        w.closeObject()
     }
 
-
-    private static func headers(_ h: HTTPRecord, prefix: String) -> ExportJSON {
-        .array(h.headers.filter { $0.key.hasPrefix(prefix) }.sorted { $0.key < $1.key }.map {
-            .object([("name", .string(String($0.key.dropFirst(prefix.count)))), ("value", .string($0.value))])
-        })
+    private static func writeHeaders(_ h: HTTPRecord, prefix: String, into w: inout JSONBytes) {
+        w.openArray()
+        // A handful of headers: a small array, sorted by name.
+        var named: [(key: String, value: String)] = []
+        for (k, v) in h.headers where k.hasPrefix(prefix) { named.append((k, v)) }
+        named.sort { $0.key < $1.key }
+        for (k, v) in named {
+            w.openObject()
+            w.key("name"); w.string(k.dropFirst(prefix.count))
+            w.key("value"); w.string(v)
+            w.closeObject()
+        }
+        w.closeArray()
     }
 
     /// The query's parameters, unless wedjat redacted it (`?REDACTED` hides how many there were).
-    private static func queryString(_ h: HTTPRecord) -> ExportJSON {
-        guard let query = h.targetQuery, query != "REDACTED", !query.isEmpty else { return .array([]) }
-        return .array(query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
-            return .object([("name", .string(decoded(parts[0]))),
-                            ("value", .string(parts.count > 1 ? decoded(parts[1]) : ""))])
-        })
-    }
-}
-
-/// The `dns` records of each image by name, to find a connection's own lookup (its `dns_us`
-/// says there was one; this finds when it started).
-struct LookupIndex {
-    private var byName: [String: [DNSRecord]] = [:]
-
-    init(_ input: ExportInput) {
-        for l in input.lookups {
-            guard let name = l.value.name else { continue }
-            byName["\(l.image)/\(name)", default: []].append(l.value)
+    private static func writeQueryString(_ h: HTTPRecord, into w: inout JSONBytes) {
+        w.openArray()
+        if let query = h.targetQuery, query != "REDACTED", !query.isEmpty {
+            for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
+                w.openObject()
+                w.key("name"); w.string(decoded(parts[0]))
+                w.key("value"); w.string(parts.count > 1 ? decoded(parts[1]) : "")
+                w.closeObject()
+            }
         }
-    }
-
-    /// The latest lookup of the connection's host with its `dns_us`, ended at most 1 s before
-    /// the connect (the rule by which the writer gave the connection its `dns_us`).
-    func lookup(of c: ConnectionRecord, image: Int) -> DNSRecord? {
-        guard let host = c.host, let dnsUs = c.dnsUs, let open = c.openTs else { return nil }
-        return byName["\(image)/\(host)"]?
-            .filter { $0.durationUs == dnsUs && $0.ts <= open && open - $0.ts <= 1_000_000 }
-            .max { $0.ts < $1.ts }
+        w.closeArray()
     }
 }

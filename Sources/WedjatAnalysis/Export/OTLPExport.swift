@@ -18,150 +18,6 @@ public enum OTLPExport {
     package static let temporalityDelta: Int64 = 1
     package static let temporalityCumulative: Int64 = 2
 
-    /// Connections only for their TLS protocol (ALPN: `network.protocol.version` of logs whose
-    /// `http` records have no `version`).
-    public static let contents: ExportInput.Contents = [.clientExchanges, .serverExchanges, .httpConnections, .lookups]
-
-    /// All spans in one `ExportTraceServiceRequest`, one line of JSON.
-    public static func traces(_ input: ExportInput) -> ExportDocument {
-        var doc = ExportDocument(text: "", count: 0, notes: [])
-        let (_, notes) = traces(input) { doc = $0; return true }
-        doc.notes = notes
-        return doc
-    }
-
-    /// The spans as `ExportTraceServiceRequest`s of at most `spansPerRequest` spans (collectors
-    /// cap a request's size), each one line of JSON handed to `emit` as soon as it is complete:
-    /// only one request is in memory. `emit` returns false to stop. Returns the spans made, and
-    /// notes on what has none.
-    public static func traces(_ input: ExportInput, spansPerRequest: Int = .max,
-                              emit: (ExportDocument) -> Bool) -> (spans: Int, notes: [String]) {
-        let connections = input.connectionsByID()
-        let exchangesByImage = Dictionary(grouping: input.exchanges.indices) { input.exchanges[$0].image }
-        let lookupsByImage = Dictionary(grouping: input.lookups.indices) { input.lookups[$0].image }
-        let outer = ExportText.frame { .object([("resourceSpans", $0)]) }
-        var batch = ExportText()
-        var inBatch = 0            // spans in the current request
-        var resourcesInBatch = 0
-        var openResource: Int?     // the image whose resource is open in the current request
-        var total = 0
-        var stopped = false
-
-        func finishBatch() {
-            guard inBatch > 0 else { return }
-            batch.append(inner(openResource!).close)
-            batch.append(outer.close)
-            stopped = !emit(ExportDocument(body: batch, count: inBatch, notes: []))
-            batch = ExportText()
-            inBatch = 0
-            resourcesInBatch = 0
-            openResource = nil
-        }
-        func inner(_ image: Int) -> (open: String, separator: String, close: String) {
-            ExportText.frame {
-                .object([("resource", resource(input.images[image])),
-                         ("scopeSpans", .array([.object([("scope", scope(input)), ("spans", $0)])]))])
-            }
-        }
-        func add(_ span: ExportJSON?, image: Int) {
-            guard let span, !stopped else { return }
-            if inBatch == spansPerRequest { finishBatch() }
-            if stopped { return }
-            if openResource != image {
-                if let open = openResource { batch.append(inner(open).close) }
-                batch.append(resourcesInBatch == 0 ? outer.open : outer.separator)
-                batch.append(inner(image).open)
-                openResource = image
-                resourcesInBatch += 1
-            } else {
-                batch.append(inner(image).separator)
-            }
-            // Rendered one at a time: the request is never a tree in memory.
-            batch.append(span.rendered())
-            inBatch += 1
-            total += 1
-        }
-        for (i, image) in input.images.enumerated() {
-            for k in exchangesByImage[i] ?? [] {
-                let e = input.exchanges[k]
-                let connection = e.value.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-                add(httpSpan(e.value, connection: connection, image: image)?.json, image: i)
-            }
-            for k in lookupsByImage[i] ?? [] { add(dnsSpan(input.lookups[k].value, image: image)?.json, image: i) }
-        }
-        if total == 0 {
-            _ = emit(ExportDocument(text: ExportJSON.object([("resourceSpans", .array([]))]).rendered(), count: 0, notes: []))
-        } else {
-            finishBatch()
-        }
-        // Exchanges only in http_summary records have no span: ExportInput.summarizedWarning.
-        return (total, [])
-    }
-
-    /// `ExportMetricsServiceRequest` as one line of JSON: per process image, the three duration histograms
-    /// over its whole life (cumulative, from the image's start to its end).
-    public static func metrics(_ input: ExportInput) -> ExportDocument {
-        var client: [Int: HistogramSet] = [:]
-        var server: [Int: HistogramSet] = [:]
-        var dns: [Int: HistogramSet] = [:]
-        let connections = input.connectionsByID()
-        for e in input.exchanges {
-            let h = e.value
-            guard let start = h.requestStartTs else { continue }
-            let duration = max(0, h.endTs - start)
-            let connection = h.connId.flatMap { connections[ConnectionKey(image: e.image, connId: $0)] }
-            let attributes = httpMetricAttributes(h, connection: connection)
-            if h.role == "server" {
-                server[e.image, default: HistogramSet()].record(duration, attributes: attributes)
-            } else {
-                client[e.image, default: HistogramSet()].record(duration, attributes: attributes)
-            }
-        }
-        // Exchanges past the record budget: their summaries' exact counts.
-        for e in input.summaries {
-            guard let (d, b) = foldable(e.value) else { continue }
-            let attributes = summaryMetricAttributes(e.value)
-            if e.value.role == "server" {
-                server[e.image, default: HistogramSet()].add(d, b, attributes: attributes)
-            } else {
-                client[e.image, default: HistogramSet()].add(d, b, attributes: attributes)
-            }
-        }
-        for l in input.lookups {
-            guard let d = l.value.durationUs else { continue }
-            dns[l.image, default: HistogramSet()].record(d, attributes: dnsMetricAttributes(l.value))
-        }
-        var resourceMetrics: [ExportJSON] = []
-        var count = 0
-        for (i, image) in input.images.enumerated() {
-            let start = image.startTs * 1000
-            let end = image.lastKnownTs * 1000
-            var metrics: [ExportJSON] = []
-            for (name, description, set) in [
-                ("http.client.request.duration", "Duration of HTTP client requests.", client[i]),
-                ("http.server.request.duration", "Duration of HTTP server requests.", server[i]),
-                ("dns.lookup.duration", "Measures the time taken to perform a DNS lookup.", dns[i]),
-            ] {
-                guard let set, !set.points.isEmpty else { continue }
-                count += set.points.count
-                metrics.append(.object([
-                    ("name", .string(name)), ("description", .string(description)), ("unit", .string("s")),
-                    ("histogram", .object([
-                        ("dataPoints", .array(set.points.map { $0.json(start: start, end: end) })),
-                        ("aggregationTemporality", .int(temporalityCumulative)),
-                    ])),
-                ]))
-            }
-            guard !metrics.isEmpty else { continue }
-            resourceMetrics.append(.object([
-                ("resource", resource(image)),
-                ("scopeMetrics", .array([.object([("scope", scope(input)), ("metrics", .array(metrics))])])),
-            ]))
-        }
-        let doc: ExportJSON = .object([("resourceMetrics", .array(resourceMetrics))])
-        return ExportDocument(text: doc.rendered(), count: count, notes: [])
-    }
-
     // MARK: spans
 
     package static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"]
@@ -292,6 +148,22 @@ public enum OTLPExport {
         /// `error.type` when the span failed: status ERROR with it as the message.
         package var error: String?
 
+        /// The same as `json`, written straight into bytes (the export's hot path).
+        func write(into w: inout JSONBytes) {
+            w.openObject()
+            w.key("traceId"); w.hex(ids.traceHigh, ids.traceLow)
+            w.key("spanId"); w.hex(ids.span)
+            w.key("name"); w.string(name)
+            w.key("kind"); w.int(kind.rawValue)
+            w.key("startTimeUnixNano"); w.intString(startUs * 1000)
+            w.key("endTimeUnixNano"); w.intString(endUs * 1000)
+            w.key("attributes"); attributes.write(into: &w)
+            if let error {
+                w.key("status"); w.object { $0.key("message"); $0.string(error); $0.key("code"); $0.int(statusError) }
+            }
+            w.closeObject()
+        }
+
         package var json: ExportJSON {
             var span = JSONObject()
             span.add("traceId", ids.traceId)
@@ -307,13 +179,6 @@ public enum OTLPExport {
     }
 
     // MARK: resource, scope
-
-    private static func scope(_ input: ExportInput) -> ExportJSON {
-        var o = JSONObject()
-        o.add("name", "wedjat")
-        o.add("version", input.images.lazy.compactMap { $0.start?.wedjatVersion }.first)
-        return o.json
-    }
 
     /// The process image as an OpenTelemetry resource (`service.name` is the program).
     static func resource(_ image: ProcessLog) -> ExportJSON {
@@ -374,6 +239,28 @@ public enum OTLPExport {
         package mutating func add(_ key: String, strings: [String]) { pairs.append(Pair(key: key, value: .strings(strings))) }
 
         package var json: ExportJSON { .array(pairs.map { .object([("key", .string($0.key)), ("value", $0.value.json)]) }) }
+
+        /// The same as `json`, written straight into bytes.
+        func write(into w: inout JSONBytes) {
+            w.openArray()
+            for p in pairs {
+                w.openObject()
+                w.key("key"); w.string(p.key)
+                w.key("value")
+                switch p.value {
+                case .string(let s): w.object { $0.key("stringValue"); $0.string(s) }
+                case .int(let n): w.object { $0.key("intValue"); $0.intString(n) }
+                case .double: w.raw(p.value.json.renderedBytes())
+                case .strings(let l):
+                    w.object { o in
+                        o.key("arrayValue")
+                        o.object { a in a.key("values"); a.array { for x in l { $0.object { $0.key("stringValue"); $0.string(x) } } } }
+                    }
+                }
+                w.closeObject()
+            }
+            w.closeArray()
+        }
     }
 
     /// Histograms of one metric, one data point per distinct attribute set (in first-seen order).

@@ -85,6 +85,11 @@ enum HTMLAssets {
             text-overflow: ellipsis; border-right: 1px solid #fff; cursor: pointer; }
     .fg-f:hover { outline: 1px solid #333; z-index: 1; }
     .warnings { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; padding-left: 20px; }
+    table.plain { border-collapse: collapse; background: #fff; border: 1px solid var(--line); font-size: 12px; margin: 6px 0; }
+    table.plain th, table.plain td { padding: 2px 8px; text-align: left; border-bottom: 1px solid #eef0f3; }
+    table.plain td:nth-child(n+2) { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+    .wf-axis { cursor: col-resize; user-select: none; }
+    .wf-sel { position: absolute; top: 0; bottom: 0; background: rgba(33, 150, 243, 0.2); pointer-events: none; }
 
     """
 
@@ -100,26 +105,105 @@ enum HTMLAssets {
       };
       showCount(rows.length);
 
-      // Filter the waterfall; a process header goes when none of its rows is left.
+      // Filter the waterfall: every word must match. `500` or `5xx` is a status (not a size or
+      // a path that happens to hold the digits), `-500` leaves it out; other words match the
+      // request (method, URL), program, pid or error.
       const filter = document.getElementById("wf-filter");
+      const matches = (r, words) => words.every((w) => {
+        const not = w.startsWith("-") && w.length > 1;
+        const t = not ? w.slice(1) : w;
+        const st = r.dataset.status;
+        let hit;
+        if (/^[1-5][0-9][0-9]$/.test(t)) hit = st === t;
+        else if (/^[1-5]xx$/.test(t)) hit = st[0] === t[0] && st.length === 3;
+        else hit = r.dataset.q.includes(t);
+        return not ? !hit : hit;
+      });
+      const regroup = () => {
+        for (const head of document.querySelectorAll(".wf-proc")) {
+          let any = false;
+          for (let n = head.nextElementSibling; n && n.classList.contains("wf-row"); n = n.nextElementSibling) {
+            if (!n.hidden) { any = true; break; }
+          }
+          head.hidden = !any || sorted;
+        }
+      };
       if (filter) {
         filter.addEventListener("input", () => {
-          const q = filter.value.trim().toLowerCase();
+          const words = filter.value.trim().toLowerCase().split(/\\s+/).filter((w) => w);
           let visible = 0;
           for (const r of rows) {
-            const hit = !q || (r.textContent + "\\n" + r.title).toLowerCase().includes(q);
+            const hit = matches(r, words);
             r.hidden = !hit;
             if (hit) visible++;
           }
-          for (const head of document.querySelectorAll(".wf-proc")) {
-            let any = false;
-            for (let n = head.nextElementSibling; n && n.classList.contains("wf-row"); n = n.nextElementSibling) {
-              if (!n.hidden) { any = true; break; }
-            }
-            head.hidden = !any;
-          }
+          regroup();
           showCount(visible);
         });
+      }
+
+      // Sort: by start keeps the process groups; the others list all rows in one order.
+      const wf = document.getElementById("wf-all");
+      const original = wf ? [...wf.children] : [];
+      let sorted = false;
+      const sorter = document.getElementById("wf-sort");
+      if (sorter && wf) {
+        sorter.addEventListener("change", () => {
+          const key = sorter.value;
+          sorted = key !== "start";
+          let order = original;
+          if (sorted) {
+            const head = original[0];
+            const by = { total: (r) => -r.dataset.total, ttfb: (r) => -r.dataset.ttfb, status: (r) => -r.dataset.status };
+            order = [head, ...rows.slice().sort((a, b) => by[key](a) - by[key](b)), ...original.filter((n) => n.classList.contains("wf-proc"))];
+          }
+          for (const n of order) wf.appendChild(n);
+          regroup();
+        });
+      }
+
+      // Zoom: drag across the time axis to show that range; double-click or "zoom out" for all.
+      if (wf) {
+        const span = +wf.dataset.span;
+        const axis = wf.querySelector(".wf-axis");
+        const bars = [...wf.querySelectorAll(".ph")];
+        const nice = (x) => { const m = Math.pow(10, Math.floor(Math.log10(x))); for (const k of [1, 2, 5, 10]) if (k * m >= x) return k * m; return 10 * m; };
+        const label = (us) => us === 0 ? "0" : us < 1e3 ? `${+us.toFixed(2)} us` : us < 1e6 ? `${+(us / 1e3).toFixed(2)} ms` : `${+(us / 1e6).toFixed(2)} s`;
+        const view = (a, b) => {
+          const w = Math.max(1, b - a);
+          for (const i of bars) {
+            const x0 = Math.max(a, +i.dataset.a), x1 = Math.min(b, +i.dataset.b);
+            i.hidden = x1 < x0 || (x1 === x0 && (+i.dataset.b < a || +i.dataset.a > b));
+            i.style.left = `${((x0 - a) / w) * 100}%`;
+            i.style.width = `${(Math.max(0, x1 - x0) / w) * 100}%`;
+          }
+          const step = nice(w / 8);
+          axis.replaceChildren();
+          for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
+            const tick = document.createElement("span");
+            tick.style.left = `${((t - a) / w) * 100}%`;
+            tick.textContent = label(t - 0);
+            axis.appendChild(tick);
+          }
+          wf.style.setProperty("--tick", `${(step / w) * 100}%`);
+        };
+        let from = null;
+        const at = (e) => { const r = axis.getBoundingClientRect(); return Math.min(1, Math.max(0, (e.clientX - r.left) / r.width)); };
+        let current = [0, span];
+        axis.addEventListener("mousedown", (e) => { from = at(e); e.preventDefault(); });
+        window.addEventListener("mouseup", (e) => {
+          if (from === null) return;
+          const to = at(e), lo = Math.min(from, to), hi = Math.max(from, to);
+          from = null;
+          if (hi - lo < 0.005) return;
+          const w = current[1] - current[0];
+          current = [current[0] + lo * w, current[0] + hi * w];
+          view(current[0], current[1]);
+        });
+        const reset = () => { current = [0, span]; view(0, span); };
+        axis.addEventListener("dblclick", reset);
+        const button = document.getElementById("wf-reset");
+        if (button) button.addEventListener("click", reset);
       }
 
       // Flame graph zoom: the clicked frame fills the width, its ancestors stay full width,

@@ -39,7 +39,7 @@ public struct HTMLReport {
         out.append(waterfalls(analysis, requests))
         out.append(latencies(requests, report: report))
         out.append(vitals(analysis, report: report))
-        out.append(stalls())
+        out.append(stalls(report))
         out.append(warnings(report))
         out.append("<script>\n" + HTMLAssets.script + "</script>")
         out.append("</body></html>")
@@ -54,27 +54,33 @@ public struct HTMLReport {
             "<div class=\"stat\(bad ? " bad" : "")\"><dt>\(HTMLText.escape(name))</dt><dd>\(HTMLText.escape(value))</dd>"
                 + (sub.isEmpty ? "" : "<dd class=\"sub\">\(HTMLText.escape(sub))</dd>") + "</div>"
         }
-        var classes = StatusClasses()
-        for row in r.http { classes.s4xx += row.statusClasses.s4xx; classes.s5xx += row.statusClasses.s5xx }
-        let errors = Int64(h.errors) + h.httpErrors + Int64(h.dnsErrors)
-        var errorParts: [String] = []
-        if h.errors > 0 { errorParts.append(Format.count(h.errors, "connection")) }
-        if h.httpErrors > 0 { errorParts.append("\(h.httpErrors) HTTP") }
-        if h.dnsErrors > 0 { errorParts.append("\(h.dnsErrors) DNS") }
+        // The same numbers as the text and JSON reports' headline and HOSTS (docs/REPORT_JSON.md).
+        var s4xx: Int64 = 0, s5xx: Int64 = 0, cutShort: Int64 = 0, failedConnects = 0
+        for row in r.http {
+            s4xx += row.statusClasses.s4xx; s5xx += row.statusClasses.s5xx
+            cutShort += row.errors; failedConnects += row.failedConnections
+        }
+        func rate(_ v: Double?) -> String { v.map { Format.fixed($0 * 100, 2) + "%" } ?? "" }
         var lost: [String] = []
         if h.droppedEvents > 0 { lost.append(Format.count(Int(h.droppedEvents), "dropped event")) }
         if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "dropped record")) }
         if h.captureDropped > 0 { lost.append(Format.count(Int(h.captureDropped), "dropped capture slot")) }
+        let networkErrors = cutShort + Int64(failedConnects)
         let items = [
             item("processes", String(h.processes), Format.count(h.logs, "log")),
             item("duration", Format.duration(h.spanUs), "from " + Format.timestamp(h.startTs) + " UTC"),
-            item("HTTP requests", String(h.httpRequests),
-                 classes.s4xx + classes.s5xx > 0 ? "\(classes.s4xx) 4xx, \(classes.s5xx) 5xx" : ""),
-            item("errors", String(errors), errorParts.joined(separator: ", "), bad: errors > 0),
-            item("connections", String(h.connections), Format.bytes(h.bytesIn) + " in, " + Format.bytes(h.bytesOut) + " out"),
-            item("DNS lookups", String(h.dnsLookups)),
-            item("warnings", String(h.warnings), lost.joined(separator: ", "), bad: !lost.isEmpty),
-        ]
+            item("HTTP requests", String(h.httpRequests)),
+            item("HTTP errors", String(s4xx + s5xx), (rate(h.httpErrorRate).isEmpty ? "" : rate(h.httpErrorRate) + ": ")
+                 + "\(s4xx) 4xx, \(s5xx) 5xx", bad: s4xx + s5xx > 0),
+            item("network errors", String(networkErrors), (rate(h.networkErrorRate).isEmpty ? "" : rate(h.networkErrorRate) + ": ")
+                 + "\(cutShort) cut short, \(failedConnects) failed connects", bad: networkErrors > 0),
+            item("connections", String(h.connections), Format.bytes(h.bytesIn) + " in, " + Format.bytes(h.bytesOut) + " out"
+                 + (h.errors > 0 ? ", \(h.errors) with an error" : ""), bad: h.errors > 0),
+            item("DNS lookups", String(h.dnsLookups), h.dnsErrors > 0 ? "\(h.dnsErrors) failed" : "", bad: h.dnsErrors > 0),
+            item("stalls", h.stalls.map(String.init) ?? "off", h.longestStallUs.map { "longest " + Format.duration($0) } ?? "",
+                 bad: (h.stalls ?? 0) > 0),
+            item("warnings", String(h.warnings), "", bad: h.warnings > 0),
+        ] + (lost.isEmpty ? [] : [item("lost", String(h.droppedEvents + h.droppedRecords + h.captureDropped), lost.joined(separator: ", "), bad: true)])
         return "<header><h1>wedjat report</h1>\n<dl class=\"summary\">" + items.joined() + "</dl></header>"
     }
 
@@ -87,6 +93,7 @@ public struct HTMLReport {
 
     private func waterfalls(_ analysis: RunAnalysis, _ collector: RequestCollector) -> String {
         let selection = collector.selection()
+        let sampled = collector.sampled()
         var out = ["<section id=\"requests\"><h2>Requests</h2>"]
         let summarized = analysis.http.values.reduce(Int64(0)) { $0 + $1.summarized }
         if collector.requestsSeen == 0 {
@@ -94,12 +101,15 @@ public struct HTMLReport {
                        + (summarized > 0 ? " one by one (\(summarized) were only counted, in http_summary records)." : ".") + "</p>")
             return out.joined(separator: "\n") + "</section>"
         }
-        let shown = selection.first.count + selection.slowest.count
+        let rows = selection.first + sampled + selection.slowest
+        let shown = rows.count
         var note = "One row per HTTP exchange (<code>http</code> records), grouped by process, on a shared time axis. "
-            + "The first exchange of a connection also shows how the connection was made. Hover a row for its numbers."
+            + "Bars: DNS, connect, TLS (a connection's set-up, on its first exchange), then send, wait, receive; "
+            + "the time on the right is the exchange's total (request start → response end), as in the text report. "
+            + "Hover a row for its phases; drag across the time axis to zoom, double-click it to zoom out."
         if shown < collector.requestsSeen {
-            note += " Shown: the first \(selection.first.count) of \(collector.requestsSeen) by start time and the "
-                + "\(selection.slowest.count) slowest of the others; \(collector.requestsSeen - shown) are left out."
+            note += " Shown: the first \(selection.first.count) of \(collector.requestsSeen) by start, \(sampled.count) sampled "
+                + "evenly over the run and the \(selection.slowest.count) slowest of the others; \(collector.requestsSeen - shown) are left out."
         }
         if summarized > 0 {
             note += " \(summarized) more exchanges were over the writer's record budget and were only counted (http_summary)."
@@ -109,25 +119,24 @@ public struct HTMLReport {
             "<span><i class=\"ph \(p.cls)\"></i>\(HTMLText.escape(p.client == p.server ? p.client : p.client + " / " + p.server))</span>"
         }.joined() + "<span><i class=\"ph cut\"></i>no response</span>"
             + "<span class=\"hint\">(client / server rows)</span></div>")
-        out.append("<p class=\"tools\"><input type=\"search\" id=\"wf-filter\" placeholder=\"filter rows: host, path, status, program\" aria-label=\"filter rows\">"
+        out.append("<p class=\"tools\"><input type=\"search\" id=\"wf-filter\" placeholder=\"filter: 500, 4xx, GET, host, /path, program\" aria-label=\"filter rows\">"
+                   + " <label>sort <select id=\"wf-sort\"><option value=\"start\">by start</option><option value=\"total\">slowest first</option>"
+                   + "<option value=\"ttfb\">by TTFB</option><option value=\"status\">by status</option></select></label>"
+                   + " <button type=\"button\" id=\"wf-reset\">zoom out</button>"
                    + " <span id=\"wf-count\" data-rows=\"\(shown)\"></span></p>")
-        out.append(waterfall(selection.first, analysis: analysis, id: "wf-first", title: nil))
-        if !selection.slowest.isEmpty {
-            out.append(waterfall(selection.slowest, analysis: analysis, id: "wf-slowest",
-                                 title: "The \(selection.slowest.count) slowest of the other requests"))
-        }
+        out.append(waterfall(rows, analysis: analysis, id: "wf-all"))
         return out.joined(separator: "\n") + "</section>"
     }
 
-    private func waterfall(_ rows: [WaterfallRequest], analysis: RunAnalysis, id: String, title: String?) -> String {
-        let t0 = rows.map(\.startTs).min() ?? 0
-        let t1 = rows.map(\.endTs).max() ?? t0
+    private func waterfall(_ rows: [WaterfallRequest], analysis: RunAnalysis, id: String) -> String {
+        let timed = rows.map { ($0, timings($0)) }
+        let t0 = timed.map { $0.1?.startTs ?? $0.0.startTs }.min() ?? 0
+        let t1 = timed.map { $0.0.endTs }.max() ?? t0
         let span = Double(Swift.max(1, t1 - t0))
         let step = Axis.niceStep(span, target: 8)
         func pct(_ ts: Int64) -> Double { Double(ts - t0) / span * 100 }
         var out: [String] = []
-        if let title { out.append("<h3>\(HTMLText.escape(title))</h3>") }
-        out.append("<div class=\"wf\" id=\"\(id)\" style=\"--tick:\(Format.fixed(step / span * 100, 4))%\">")
+        out.append("<div class=\"wf\" id=\"\(id)\" data-t0=\"\(t0)\" data-span=\"\(Swift.max(1, t1 - t0))\" style=\"--tick:\(Format.fixed(step / span * 100, 4))%\">")
         var ticks = ""
         var t = 0.0
         while t <= span * 1.0001 {
@@ -135,64 +144,89 @@ public struct HTMLReport {
             t += step
         }
         out.append("<div class=\"wf-head\"><span class=\"wf-label\">from \(HTMLText.escape(Format.timestamp(t0))) UTC</span>"
-                   + "<span class=\"wf-axis\">\(ticks)</span><span class=\"wf-time\">total</span></div>")
+                   + "<span class=\"wf-axis\" title=\"drag to zoom, double-click to zoom out\">\(ticks)</span><span class=\"wf-time\">total</span></div>")
 
         // Processes in the order of their first request, rows by start.
-        var groups: [Int: [WaterfallRequest]] = [:]
-        for r in rows { groups[r.file, default: []].append(r) }
-        let firstStart = groups.mapValues { $0.map(\.startTs).min()! }
+        var groups: [Int: [(WaterfallRequest, ExchangeTimings?)]] = [:]
+        for r in timed { groups[r.0.file, default: []].append(r) }
+        let firstStart = groups.mapValues { $0.map(\.0.startTs).min()! }
         let order = groups.keys.sorted { a, b in
             firstStart[a]! != firstStart[b]! ? firstStart[a]! < firstStart[b]! : a < b
         }
         for file in order {
             let log = analysis.logs[file]
-            let group = groups[file]!.sorted { ($0.startTs, $0.seq) < ($1.startTs, $1.seq) }
+            let group = groups[file]!.sorted { ($0.0.startTs, $0.0.seq) < ($1.0.startTs, $1.0.seq) }
             let all = log.recordCounts["http"] ?? group.count
             out.append("<div class=\"wf-proc\" title=\"\(HTMLText.escape(log.path))\">\(HTMLText.escape(log.program)) "
                        + "<span class=\"pid\">pid \(log.pid)</span> · "
                        + (group.count == all ? Format.count(all, "request") : "\(group.count) of \(Format.count(all, "request"))")
                        + "</div>")
-            for r in group { out.append(row(r, program: log.program, pct: pct)) }
+            for (r, t) in group { out.append(row(r, timings: t, program: log.program, t0: t0, pct: pct)) }
         }
         out.append("</div>")
         return out.joined(separator: "\n")
     }
 
-    private func row(_ r: WaterfallRequest, program: String, pct: (Int64) -> Double) -> String {
+    /// The exchange's phases as every view defines them (ExchangeTimings).
+    private func timings(_ r: WaterfallRequest) -> ExchangeTimings? {
+        ExchangeTimings(r.http, connection: r.setup?.connection, lookup: r.setup?.lookup)
+    }
+
+    private func row(_ r: WaterfallRequest, timings t: ExchangeTimings?, program: String, t0: Int64, pct: (Int64) -> Double) -> String {
         let h = r.http
         let server = h.role == "server"
-        let s = r.setup
         var phases: [(cls: String, start: Int64, end: Int64)] = []
         func phase(_ cls: String, _ start: Int64?, _ end: Int64?) {
             if let start, let end, end >= start { phases.append((cls, start, end)) }
         }
-        phase("dns", s?.dnsStartTs, s?.dnsEndTs)
-        if !server { phase("connect", s?.openTs, s?.connectEndTs) }
-        phase("tls", server ? s?.openTs : s?.connectEndTs ?? s?.openTs, s?.tlsEndTs)
-        let requestEnd = h.requestEndTs ?? r.requestStartTs
-        phase("send", r.requestStartTs, requestEnd)
-        if let responseStart = h.responseStartTs {
-            phase("wait", requestEnd, responseStart)
-            phase("receive", responseStart, h.responseEndTs ?? responseStart)
-        } else {
-            phase("cut", requestEnd, r.endTs)
+        // The set-up, drawn where it happened; the gaps between (blocked, idle) are not drawn.
+        if let t, let c = r.setup?.connection, let open = c.openTs, t.setup != nil {
+            if let dns = t.dns { phase("dns", t.startTs, t.startTs + dns) }
+            if let connect = t.connect {
+                let ssl = t.ssl ?? 0
+                if !server { phase("connect", open, open + connect - ssl) }
+                if ssl > 0 { phase("tls", open + connect - ssl, open + connect) }
+            }
         }
+        let requestStart = t?.requestStartTs ?? r.requestStartTs
+        if let t {
+            phase("send", requestStart, requestStart + t.send)
+            if h.responseStartTs != nil {
+                phase("wait", requestStart + t.send, requestStart + t.send + t.wait)
+                phase("receive", requestStart + t.send + t.wait, t.endTs)
+            } else {
+                phase("cut", requestStart + t.send, t.endTs)
+            }
+        } else {
+            phase("cut", requestStart, r.endTs)
+        }
+        let total = t?.total ?? (r.endTs - requestStart)
 
         var lines = ["\(program) (pid \(h.pid)) \(h.method ?? "?") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "?")\(h.path ?? "")"]
         lines.append((h.status.map { "status \($0)" } ?? "no response") + (h.error.map { ", error \($0)" } ?? "")
                      + " · \(server ? "server" : "client") · peer \(h.peer ?? "?")"
                      + (h.connId.map { " · connection \($0)" } ?? "") + (h.reused == true ? " (reused)" : ""))
-        lines.append("starts \(Format.timestamp(r.startTs)) UTC")
-        for p in phases {
-            let name = p.cls == "cut" ? "no response, waited" : Self.phaseNames.first { $0.cls == p.cls }.map { server ? $0.server : $0.client } ?? p.cls
-            lines.append("\(name): \(Format.duration(p.end - p.start))")
+        lines.append("starts \(Format.timestamp(t?.startTs ?? requestStart)) UTC")
+        if let t {
+            var named: [(String, Int64?)] = []
+            if t.setup != nil {
+                named += [(server ? "idle (before the request)" : "blocked", t.blocked), ("DNS", t.dns)]
+                named += server ? [("TLS", t.ssl)] : [("connect", t.connect.map { $0 - (t.ssl ?? 0) }), ("TLS", t.ssl)]
+            }
+            let phaseName = { (cls: String) in Self.phaseNames.first { $0.cls == cls }.map { server ? $0.server : $0.client } ?? cls }
+            named += [(phaseName("send"), t.send), (h.responseStartTs == nil ? "no response, waited" : phaseName("wait"), t.wait),
+                      (phaseName("receive"), h.responseStartTs == nil ? nil : t.receive)]
+            for (name, v) in named { if let v { lines.append("\(name): \(Format.duration(v))") } }
+            var totals = "total \(Format.duration(t.total)) (request → response end)"
+            if let setup = t.setup { totals += " · with set-up \(Format.duration(setup + t.total))" }
+            lines.append(totals)
         }
-        var totals = "total \(Format.duration(r.totalUs))"
-        if let t = h.ttfbUs { totals += " · TTFB \(Format.duration(t))" }
-        if let v = s?.tlsVersion { totals += " · \(v)" }
-        lines.append(totals)
-        lines.append("\(Format.bytes(h.requestHeaderBytes + h.requestBodyBytes)) request, "
+        var facts: [String] = []
+        if let ttfb = h.ttfbUs { facts.append("TTFB \(Format.duration(ttfb))") }
+        if let v = r.setup?.tlsVersion { facts.append(v) }
+        facts.append("\(Format.bytes(h.requestHeaderBytes + h.requestBodyBytes)) request, "
                      + "\(Format.bytes(h.responseHeaderBytes + h.responseBodyBytes)) response")
+        lines.append(facts.joined(separator: " · "))
 
         let statusClass: String
         switch h.status {
@@ -205,14 +239,21 @@ public struct HTMLReport {
         }
         let status = h.status.map(String.init) ?? "—"
         let label = "\(h.method ?? "?") \(h.host ?? h.peer ?? "?")\(h.path ?? "")"
+        // data-a/data-b: the bar's ends in us from the axis's start, for the script's zoom.
         let bars = phases.map { p in
-            "<i class=\"ph \(p.cls)\" style=\"left:\(Format.fixed(pct(p.start), 3))%;width:\(Format.fixed(pct(p.end) - pct(p.start), 3))%\"></i>"
+            "<i class=\"ph \(p.cls)\" data-a=\"\(p.start - t0)\" data-b=\"\(p.end - t0)\" style=\"left:\(Format.fixed(pct(p.start), 3))%;width:\(Format.fixed(pct(p.end) - pct(p.start), 3))%\"></i>"
         }.joined()
-        return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" title=\"\(HTMLText.escape(lines.joined(separator: "\n")))\">"
+        // What the filter matches: the status (`500`, `5xx`), and the words of the request.
+        let search = "\(h.method ?? "") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "")\(h.path ?? "") \(program) pid \(h.pid) \(h.error ?? "")"
+        // data-rec: the record (pid-conn_id-request_index), as the HAR's `connection` and the trace's args name it.
+        let rec = "\(h.pid)-\(h.connId.map(String.init) ?? "-")-\(h.requestIndex.map(String.init) ?? "-")"
+        return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
+            + " data-ttfb=\"\(h.ttfbUs ?? -1)\" data-status=\"\(h.status ?? 0)\" data-q=\"\(HTMLText.escape(search.lowercased()))\""
+            + " title=\"\(HTMLText.escape(lines.joined(separator: "\n")))\">"
             + "<span class=\"wf-label\"><b class=\"st \(statusClass)\">\(HTMLText.escape(status))</b>"
             + "<span class=\"role\">\(server ? "←" : "→")</span>\(HTMLText.escape(label))"
             + (h.error.map { " <span class=\"err\">\(HTMLText.escape($0))</span>" } ?? "") + "</span>"
-            + "<span class=\"wf-track\">\(bars)</span><span class=\"wf-time\">\(HTMLText.escape(Format.duration(r.totalUs)))</span></div>"
+            + "<span class=\"wf-track\">\(bars)</span><span class=\"wf-time\">\(HTMLText.escape(Format.duration(total)))</span></div>"
     }
 
     // MARK: latency per host
@@ -258,14 +299,17 @@ public struct HTMLReport {
             out.append("<p class=\"empty\">No sample records (WEDJAT_SAMPLE_MS=0, or no process lived to be sampled).</p>")
             return out.joined(separator: "\n") + "</section>"
         }
+        // A process sampled once or twice (most short ones: only their exit sample) makes a dot,
+        // not a timeline: those are a table row instead.
+        let charted = report.vitals.filter { $0.samples >= Self.minChartSamples }
         var note = "From <code>sample</code> records: CPU in percent of one core, resident memory; time from the process's start."
-        if report.vitals.count > processLimit {
-            note += " The \(processLimit) busiest processes of \(report.vitals.count)."
+        if charted.count > processLimit {
+            note += " The \(processLimit) busiest processes of \(charted.count) with \(Self.minChartSamples) samples or more."
         }
         out.append("<p class=\"note\">\(note)</p>")
         out.append("<div class=\"cards\">")
         let byPath = Dictionary(analysis.logs.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
-        for v in report.vitals.prefix(processLimit) {
+        for v in charted.prefix(processLimit) {
             guard let log = byPath[v.log] else { continue }
             let points = Self.downsample(log.vitals.points.sorted { $0.ts < $1.ts }, to: 240)
             let start = Swift.min(log.startTs, points.first?.ts ?? log.startTs)
@@ -288,8 +332,23 @@ public struct HTMLReport {
                        + "</div>")
         }
         out.append("</div>")
+        let few = report.vitals.filter { $0.samples < Self.minChartSamples }
+        if !few.isEmpty {
+            out.append("<h3>\(few.count) process\(few.count == 1 ? "" : "es") with fewer than \(Self.minChartSamples) samples (too short for a timeline)</h3>")
+            out.append("<table class=\"plain\" id=\"few-samples\"><tr><th>program</th><th>pid</th><th>duration</th><th>samples</th><th>CPU time</th><th>CPU max</th><th>RSS max</th></tr>")
+            for v in few.prefix(100) {
+                out.append("<tr><td>\(HTMLText.escape(v.program))</td><td>\(v.pid)</td><td>\(HTMLText.escape(Format.duration(v.durationUs)))</td>"
+                           + "<td>\(v.samples)</td><td>\(HTMLText.escape(v.cpuTimeUs.map(Format.duration) ?? "-"))</td>"
+                           + "<td>\(HTMLText.escape(v.cpuPct.map { Format.fixed($0.max, 1) + "%" } ?? "-"))</td>"
+                           + "<td>\(HTMLText.escape(v.rssBytes.map { Format.bytes($0.max) } ?? "-"))</td></tr>")
+            }
+            out.append("</table>")
+            if few.count > 100 { out.append("<p class=\"note\">\(few.count - 100) more: see <code>wedjat report --format json</code>.</p>") }
+        }
         return out.joined(separator: "\n") + "</section>"
     }
+
+    static let minChartSamples = 3
 
     /// At most `limit` points: runs of neighbours merged as the text report's series are.
     static func downsample(_ points: [VitalsStats.Point], to limit: Int) -> [VitalsStats.Point] {
@@ -301,22 +360,47 @@ public struct HTMLReport {
 
     // MARK: stalls
 
-    private func stalls() -> String {
+    private func stalls(_ report: Report) -> String {
         var out = ["<section id=\"stalls\"><h2>Stalls</h2>"]
+        let section = report.stalls
+        guard (section?.count ?? 0) > 0 || !foldedStacks.isEmpty || stallError != nil else {
+            out.append("<p class=\"empty\" id=\"flame-empty\">No stalls recorded"
+                       + (section.map { " over " + HTMLText.escape(Format.duration($0.thresholdUs)) + "." } ?? " (stall detection was off: WEDJAT_STALL_MS=0).")
+                       + "</p>")
+            return out.joined(separator: "\n") + "</section>"
+        }
+        if let section, section.count > 0 {
+        // The same stalls as the text report's STALLS, longest first.
+        out.append("<p class=\"note\">\(section.count) stall\(section.count == 1 ? "" : "s") over \(HTMLText.escape(Format.duration(section.thresholdUs))), "
+                   + "\(HTMLText.escape(Format.duration(section.totalUs))) in total, longest first.</p>")
+        out.append("<table class=\"plain\" id=\"stall-table\"><tr><th>duration</th><th>on CPU</th><th>kind</th><th>process</th><th>thread</th><th>what</th><th>top frame</th></tr>")
+        for r in section.stalls.prefix(20) {
+            let what = r.kind == "loop" ? (r.after.map { "after " + $0 } ?? "busy")
+                : ([r.call ?? "blocked", r.peer, r.host, r.result.map { "→ " + $0 }].compactMap { $0 }.joined(separator: " "))
+            out.append("<tr><td>\(HTMLText.escape(Format.duration(r.durationUs)))</td><td>\(HTMLText.escape(r.onCpuPct.map { Format.fixed($0, 0) + "%" } ?? "-"))</td>"
+                       + "<td>\(HTMLText.escape(r.kind))</td><td>\(HTMLText.escape(r.program)) \(r.pid)</td>"
+                       + "<td>\(HTMLText.escape(r.thread ?? r.tid.map { "tid \($0)" } ?? "?"))</td><td>\(HTMLText.escape(what))</td>"
+                       + "<td>\(HTMLText.escape(r.stack.first?.text ?? (r.stackUnavailable.map { "(no stack: \($0))" } ?? "(no stack)")))</td></tr>")
+        }
+        out.append("</table>")
+        if section.stalls.count > 20 { out.append("<p class=\"note\">\(section.stalls.count - 20) more: see <code>wedjat report</code>.</p>") }
+        }
         if let stallError {
             out.append("<p class=\"empty badtext\">Stall stacks could not be read: \(HTMLText.escape(stallError))</p>")
             return out.joined(separator: "\n") + "</section>"
         }
         let graph = FlameGraph(folded: foldedStacks)
         if graph.total > 0 {
-            out.append("<p class=\"note\">Stacks of stalled threads (<code>stall</code> records), outermost frame at the bottom, "
+            out.append("<p class=\"note\">Stacks of stalled threads, outermost frame at the bottom, "
                        + "each frame as wide as its share of the \(graph.total) samples. Click a frame to zoom, the bottom one to zoom out.</p>")
+            if !graph.badLines.isEmpty {
+                out.append("<p class=\"note badtext\">Folded lines not understood: "
+                           + graph.badLines.map(String.init).joined(separator: ", ") + ".</p>")
+            }
+            out.append(graph.html())
+        } else {
+            out.append("<p class=\"note\">No stack samples to draw a flame graph from.</p>")
         }
-        if !graph.badLines.isEmpty {
-            out.append("<p class=\"note badtext\">Folded lines not understood: "
-                       + graph.badLines.map(String.init).joined(separator: ", ") + ".</p>")
-        }
-        out.append(graph.html())
         return out.joined(separator: "\n") + "</section>"
     }
 

@@ -42,6 +42,14 @@ public struct ConnectionSetup: Sendable, Equatable {
     public var tlsVersion: String?
     /// Which lookup `dnsStartTs` came from (several connections may match one lookup).
     var lookupSeq: Int?
+    /// The record itself, for the exchange's phases (ExchangeTimings).
+    public var connection: ConnectionRecord?
+
+    /// The connection's own lookup, when it is drawn on this connection.
+    var lookup: LookupSpan? {
+        guard let a = dnsStartTs, let b = dnsEndTs else { return nil }
+        return LookupSpan(startTs: a, endTs: b, durationUs: b - a)
+    }
 
     var firstTs: Int64? { [dnsStartTs, openTs].compactMap { $0 }.min() }
 }
@@ -115,8 +123,8 @@ public struct RequestCollector: Sendable {
 
     /// What is held: the selection, and at most about twice as many connections, however many
     /// requests were seen.
-    var heldCount: (requests: Int, connections: Int) { (first.count + slowest.count, Swift.max(setups.count, wanted.count)) }
-    private var cleanupAt: Int { 2 * (firstLimit + slowestLimit) + 64 }
+    var heldCount: (requests: Int, connections: Int) { (first.count + slowest.count + sample.count, Swift.max(setups.count, wanted.count)) }
+    private var cleanupAt: Int { 2 * (firstLimit + slowestLimit + sampleLimit) + 64 }
 
     private struct ConnectionKey: Hashable, Sendable {
         var file: Int
@@ -150,9 +158,16 @@ public struct RequestCollector: Sendable {
         }
     }
 
-    public init(firstLimit: Int = 2000, slowestLimit: Int = 200) {
+    /// Requests sampled evenly over the whole run (reservoir sampling, a fixed seed: the same
+    /// logs give the same page), so that a long load run is seen beyond its first moments.
+    public let sampleLimit: Int
+    private var sample: [Candidate] = []
+    private var random = SplitMix(state: 0x5EED)
+
+    public init(firstLimit: Int = 1000, slowestLimit: Int = 200, sampleLimit: Int = 1000) {
         self.firstLimit = Swift.max(0, firstLimit)
         self.slowestLimit = Swift.max(0, slowestLimit)
+        self.sampleLimit = Swift.max(0, sampleLimit)
     }
 
     /// `file` is the log's index; the reader hands over one file after another, so lookups
@@ -192,7 +207,7 @@ public struct RequestCollector: Sendable {
             // `http` records are written before their connection's (at the response's end,
             // or at the latest when the connection ends), so the wanted set is complete here.
             guard let id = c.connId, wanted.contains(ConnectionKey(file: file, connId: id)) else { return }
-            var s = ConnectionSetup(openTs: c.openTs, tlsEndTs: c.tls?.endTs, tlsVersion: c.tls?.version)
+            var s = ConnectionSetup(openTs: c.openTs, tlsEndTs: c.tls?.endTs, tlsVersion: c.tls?.version, connection: c)
             if let open = c.openTs, let connect = c.connectUs { s.connectEndTs = open + connect }
             if let l = lookup, let firstOpen = l.firstOpenTs {
                 s.dnsStartTs = l.startTs; s.dnsEndTs = l.endTs; s.lookupSeq = l.seq
@@ -214,6 +229,15 @@ public struct RequestCollector: Sendable {
     private mutating func offer(_ h: HTTPRecord, file: Int) {
         let start = WaterfallRequest.requestStartTs(h), duration = WaterfallRequest.endTs(h) - start
         let key = Candidate(start: start, duration: duration, seq: requestsSeen)
+        // Algorithm R: each of the n requests seen so far is in the sample with probability k/n.
+        if sampleLimit > 0 {
+            let slot = sample.count < sampleLimit ? sample.count : Int(random.next() % UInt64(requestsSeen))
+            if slot < sampleLimit {
+                let r = WaterfallRequest(seq: requestsSeen, file: file, http: h)
+                keep(r)
+                if slot == sample.count { sample.append(Candidate(key, r)) } else { sample[slot] = Candidate(key, r) }
+            }
+        }
         var out: Candidate
         if firstLimit > 0, first.count < firstLimit || Candidate.before(key, first.root) {
             let r = WaterfallRequest(seq: requestsSeen, file: file, http: h)
@@ -242,7 +266,7 @@ public struct RequestCollector: Sendable {
 
     /// Drops the set-ups (and lookups) of connections whose requests left the selection.
     private mutating func forgetLeftOut() {
-        wanted = Set((first.elements + slowest.elements).compactMap { c in
+        wanted = Set((first.elements + slowest.elements + sample).compactMap { c in
             guard let r = c.request, r.opensConnection, let id = r.http.connId else { return nil }
             return ConnectionKey(file: r.file, connId: id)
         })
@@ -257,21 +281,40 @@ public struct RequestCollector: Sendable {
          slowest.elements.sorted(by: Candidate.slower).compactMap(\.request))
     }
 
+    /// The sampled requests that are neither among the first nor the slowest, by start.
+    public func sampled() -> [WaterfallRequest] {
+        let taken = Set((first.elements + slowest.elements).map(\.seq))
+        return sample.filter { !taken.contains($0.seq) }.sorted(by: Candidate.before).compactMap(\.request).map(attach)
+    }
+
+    private func attach(_ r: WaterfallRequest) -> WaterfallRequest {
+        guard r.opensConnection, let id = r.http.connId, var s = setups[ConnectionKey(file: r.file, connId: id)]
+        else { return r }
+        if let seq = s.lookupSeq, lookupFirstUse[seq] != s.openTs {
+            s.dnsStartTs = nil; s.dnsEndTs = nil; s.lookupSeq = nil
+        }
+        var out = r
+        out.setup = s
+        return out
+    }
+
     /// The selection with connection set-ups attached. A lookup that matched several
     /// connections is drawn on the earliest one only: the others reused its answer.
     public func selection() -> (first: [WaterfallRequest], slowest: [WaterfallRequest]) {
-        func attach(_ r: WaterfallRequest) -> WaterfallRequest {
-            guard r.opensConnection, let id = r.http.connId, var s = setups[ConnectionKey(file: r.file, connId: id)]
-            else { return r }
-            if let seq = s.lookupSeq, lookupFirstUse[seq] != s.openTs {
-                s.dnsStartTs = nil; s.dnsEndTs = nil; s.lookupSeq = nil
-            }
-            var out = r
-            out.setup = s
-            return out
-        }
         let s = select()
         return (s.first.map(attach), s.slowest.map(attach))
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for the reservoir sample.
+struct SplitMix: Sendable {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
 

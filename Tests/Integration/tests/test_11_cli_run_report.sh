@@ -49,4 +49,32 @@ if cli report --format json runlogs > report.json 2>/dev/null; then
     grep -q "127.0.0.1:$port" report.json || fail "the JSON report does not mention 127.0.0.1:$port"
 fi
 bg_stop "$srv"
+
+[ "$(cli --version)" = "wedjat $(cat "$WJ_LIB"/../../../CShims/interposer/*.h | sed -n 's/^#define WEDJAT_VERSION "\(.*\)"/\1/p')" ] \
+    || fail "wedjat --version: $(cli --version)"
+
+# 5. The summary covers the run's own processes: another watched program writing into the same
+# directory meanwhile is left out, and said so.
+mkdir -p shared
+( for i in 1 2 3 4 5 6; do env WEDJAT_DIR="$TEST_TMP/shared" LD_PRELOAD="$WEDJAT_PRELOAD" sh -c 'sleep 0.05'; done ) &
+other=$!
+cli run --dir "$TEST_TMP/shared" -- sh -c 'sleep 0.3; true' > /dev/null 2> shared.err || fail "wedjat run (shared dir) failed"
+wait "$other"
+cat shared.err
+# sh and its sleep: 2 processes; the loop's sh and sleep processes are not the run's.
+grep -q '^wedjat: 2 processes,' shared.err || fail "the summary counts processes that are not the run's: $(head -1 shared.err)"
+grep -qE 'other new logs? from other programs not counted' shared.err || fail "the summary does not say it left other logs out"
+
+# 6. An invalid setting is said once on a terminal (the library says it; wedjat run does not
+# repeat it), and once off a terminal (wedjat run says it).
+if command -v script >/dev/null; then
+    script -qefc "env WEDJAT_LIB='$WEDJAT_PRELOAD' WEDJAT_FLUSH_MS=5 '$WEDJAT_CLI' run --dir '$TEST_TMP/cw' -- sh -c 'sleep 0.05'" tty.out \
+        < /dev/null > /dev/null || fail "wedjat run on a terminal failed"
+    n=$(tr -d '\r' < tty.out | grep -c '^wedjat: .*WEDJAT_FLUSH_MS=5: not an integer')
+    [ "$n" = 1 ] || fail "the configuration warning is said $n times on a terminal: $(tr -d '\r' < tty.out)"
+fi
+cli run --dir "$TEST_TMP/cw2" -- sh -c 'sleep 0.05' 2> notty.err > /dev/null < /dev/null
+WEDJAT_FLUSH_MS=5 cli run --dir "$TEST_TMP/cw3" -- sh -c 'sleep 0.05' 2> notty.err > /dev/null < /dev/null
+n=$(grep -c 'WEDJAT_FLUSH_MS=5: not an integer' notty.err)
+[ "$n" = 1 ] || fail "the configuration warning is said $n times off a terminal: $(cat notty.err)"
 echo ok

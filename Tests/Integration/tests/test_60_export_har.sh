@@ -73,4 +73,10 @@ cli export --har no/such/dir/x.har logs > /dev/null 2> nowrite.err
 rc=$?
 [ $rc = 1 ] || fail "export to an unwritable path exited $rc, want 1"
 grep -q "cannot write no/such/dir/x.har" nowrite.err || fail "no reason for the failed write: $(cat nowrite.err)"
+# No stall stack to fold: no empty file (flamegraph.pl fails on one), exit 1, and why.
+cli export --folded stalls.folded logs > /dev/null 2> folded.err
+rc=$?
+[ $rc = 1 ] || fail "export --folded without stalls exited $rc, want 1"
+[ ! -e stalls.folded ] || fail "export --folded without stalls wrote a file"
+grep -q "no stall stacks to fold: no stalls were recorded" folded.err || fail "no reason for the empty --folded: $(cat folded.err)"
 finish

@@ -63,4 +63,24 @@ for c in conns:
 assert max(len(v) for v in lanes.values()) >= 4, dict(lanes)
 print("# client connection tracks per process:", {p: len(v) for p, v in lanes.items()})
 PY
+
+# Stall slices carry their stack (symbolized: the function the loop spun in), and every sample
+# record is a CPU and an RSS point of its process's counter tracks.
+python3 - trace.json logs <<'PY' || fail "stall stacks or counters are not in the trace"
+import glob, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+records = [json.loads(l) for f in glob.glob(sys.argv[2] + "/*.ndjson") for l in open(f) if l.strip()]
+stalls = [e for e in events if e.get("cat") == "stall"]
+with_samples = [r for r in records if r.get("type") == "stall" and r.get("samples")]
+stacked = [e for e in stalls if e["args"].get("stack")]
+assert len(stacked) == len(with_samples), f"{len(stacked)} stall slices with a stack, {len(with_samples)} stalls with samples"
+for e in stacked:
+    assert isinstance(e["args"].get("function"), str) and e["args"]["function"], e["args"]
+samples = [r for r in records if r.get("type") == "sample"]
+want = {("CPU %", r["pid"], r["ts"]) for r in samples if isinstance(r.get("cpu"), dict) and "total_pct" in r["cpu"]} | \
+       {("RSS bytes", r["pid"], r["ts"]) for r in samples if isinstance(r.get("memory"), dict) and "rss_bytes" in r["memory"]}
+got = {(e["name"], e["pid"], e["ts"]) for e in events if e.get("ph") == "C"}
+assert want == got, f"counters: {len(want - got)} missing, {len(got - want)} extra"
+print(f"# {len(stacked)} stall slices with stacks (e.g. {stacked[0]['args']['function'] if stacked else '-'}), {len(got)} counter points")
+PY
 finish

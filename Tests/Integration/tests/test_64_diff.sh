@@ -33,6 +33,14 @@ cli diff --fail-if "ttfb.p50@127.0.0.1:$port>+100ms" a b > /dev/null; rc=$?
 [ $rc = 1 ] || fail "per-host ttfb.p50>+100ms exited $rc, want 1"
 cli diff --fail-if "ttfb.p50@127.0.0.1:$port>+200ms" a b > /dev/null; rc=$?
 [ $rc = 0 ] || fail "per-host ttfb.p50>+200ms exited $rc, want 0"
+# The host as the report prints it, or by name alone; an endpoint, its numbers folded.
+cli diff --fail-if "ttfb.p50@http://127.0.0.1:$port>+100ms" a b > /dev/null; rc=$?
+[ $rc = 1 ] || fail "ttfb.p50@http://127.0.0.1:$port>+100ms exited $rc, want 1"
+cli diff --fail-if "ttfb.p50@127.0.0.1>+100ms" a b > /dev/null; rc=$?
+[ $rc = 1 ] || fail "ttfb.p50@127.0.0.1 (any port) exited $rc, want 1"
+cli diff --fail-if "ttfb.p50@GET /delay/{n}>+100ms" a b > endpoint.txt; rc=$?
+[ $rc = 1 ] || fail "ttfb.p50@GET /delay/{n} exited $rc, want 1"
+grep -q "GET /delay/{n}" endpoint.txt || fail "no ENDPOINTS row for GET /delay/{n}: $(cat endpoint.txt)"
 
 # 3. JSON: the values, and the thresholds' verdicts.
 cli diff --format json --fail-if 'ttfb.p99>+50%' --fail-if 'rss.peak>+20%' a b > diff.json; rc=$?
@@ -46,7 +54,7 @@ ok = 20000 <= a < 60000 and 150000 <= b < 250000 and 100000 <= m["ttfb.p50"]["ch
 ok &= m["requests"]["a"] == m["requests"]["b"] == 6
 t = {x["expression"]: x for x in d["thresholds"]}
 ok &= t["ttfb.p99>+50%"]["status"] == "fail" and t["rss.peak>+20%"]["status"] in ("pass", "not_evaluated")
-ok &= d["failed"] is True and d["diff_version"] == 1
+ok &= d["failed"] is True and d["diff_version"] == 2
 print(f"ttfb p50 {a} -> {b} us; thresholds {[(k, v['status']) for k, v in t.items()]}")
 sys.exit(0 if ok else 1)
 EOF
@@ -72,6 +80,8 @@ expect_2 "a malformed threshold" "unknown metric \"ttfb.p98\"" --fail-if 'ttfb.p
 expect_2 "a threshold without an operator" "no comparison" --fail-if 'ttfb.p99' a b
 expect_2 "a missing run" "no wedjat logs" a "$TEST_TMP/nowhere"
 expect_2 "one run" "diff takes two runs" a
-echo '{"report_version": 1}' > old.json
-expect_2 "an old saved report" "report_version 1" old.json b
+expect_2 "a host in neither run" "matches no host or endpoint in either run" --fail-if 'ttfb.p99@nowhere.example>+1%' a b
+expect_2 "an endpoint in neither run" "matches no host or endpoint in either run" --fail-if 'ttfb.p99@GET /nowhere>+1%' a b
+echo '{"report_version": 2}' > old.json
+expect_2 "an old saved report" "report_version 2" old.json b
 echo ok

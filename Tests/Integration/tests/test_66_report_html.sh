@@ -30,6 +30,10 @@ rc=$?
 [ ! -s report.out ] || fail "report --html printed on stdout: $(head -3 report.out)"
 [ -s report.html ] || fail "no report.html"
 note "report.html: $(wc -c < report.html) bytes"
+# `-` is standard output (no file named "-").
+timeout -k 5 60 "$WEDJAT_CLI" report --html - "$logs" > stdout.html 2> stdout.err || fail "report --html - exited $?"
+[ ! -e ./- ] || fail "report --html - wrote a file named -"
+cmp -s stdout.html report.html || fail "report --html - differs from report --html report.html"
 
 # A proxy that records every request line it gets. Chromium's own services (component
 # updates, time) are told apart by host; a page that loads something is caught (the control
@@ -87,6 +91,9 @@ hosts = {(r["role"], r["host"]) for r in https}
 expect(hosts == {(role, f"{h}:{port}") for role in ("client", "server") for h in ("localhost", "127.0.0.1")},
        f"hosts: {hosts}")
 sampled = [l for l in logs if l.records("sample")]
+# A process sampled fewer than 3 times (a short curl: its exit sample) is a table row, not a
+# chart of one dot.
+charted = [l for l in sampled if len(l.records("sample")) >= 3]
 
 class Page(html.parser.HTMLParser):
     """Elements by class, texts of the waterfall rows and of #wf-count, every tag and attribute."""
@@ -126,7 +133,9 @@ expect(p.classes["wf-proc"] == 3, f"want 3 process groups (2 curls, the server),
 for role, host in sorted(hosts):
     expect(any(host in t for t in p.row_texts), f"no row names {host}")
 expect(p.classes["cdf-chart"] == len(hosts), f"{p.classes['cdf-chart']} latency charts for {len(hosts)} hosts")
-expect(p.classes["timeline"] == 2 * len(sampled), f"{p.classes['timeline']} timelines for {len(sampled)} sampled processes")
+expect(p.classes["timeline"] == 2 * len(charted), f"{p.classes['timeline']} timelines for {len(charted)} processes with 3+ samples")
+expect(p.tags["tr"] == (len(sampled) - len(charted) + 1 if len(sampled) > len(charted) else 0),
+       f"{p.tags['tr']} table rows for {len(sampled) - len(charted)} processes with fewer samples")
 expect(p.classes["ph"] >= 3 * len(https), f"only {p.classes['ph']} phase bars")
 expect(p.classes["fg"] + p.classes["empty"] >= 1, "no stall section")
 # The path with a <script> is a row's text, not an element.

@@ -1,0 +1,149 @@
+// The exports read the logs once, as `wedjat report` does, and write as they read: what stays
+// in memory is bounded by processes, threads, hosts and open connections, never by the number
+// of records (docs/EXPORTS.md, "Memory"). Each format is a consumer of the record stream.
+
+/// What every consumer shares while the logs are read: the process images so far (their
+/// summaries, `ProcessLog`), the current image's lookups, the exchanges only counted in
+/// `http_summary` records, the earliest time seen.
+public final class ExportContext {
+    /// One per log file with a good record, in reading order.
+    public private(set) var images: [ProcessLog] = []
+    /// The image of the record being handed out.
+    public private(set) var image = -1
+    var lookups = LookupTracker()
+    /// Exchanges only counted in `http_summary` records (no timings of their own: no HAR entry,
+    /// span or slice); those the OTLP histograms can take (exact bucket counts); the client side's.
+    public private(set) var summarizedExchanges: Int64 = 0
+    public private(set) var summarizedInHistograms: Int64 = 0
+    public private(set) var summarizedClientExchanges: Int64 = 0
+    /// The earliest time of any record (its `ts` or the start of what it describes).
+    public private(set) var earliestTs: Int64?
+    public private(set) var warnings: [ReaderWarning] = []
+    private var imageIndex: [String: Int] = [:]
+
+    /// Makes `file`'s image current (a new one the first time); true when it changed.
+    func enter(_ file: String) -> Bool {
+        if image >= 0, images[image].path == file { return false }
+        if let known = imageIndex[file] {
+            image = known
+        } else {
+            image = images.count
+            imageIndex[file] = image
+            images.append(ProcessLog(path: file))
+        }
+        return true
+    }
+
+    func note(_ record: Record) {
+        images[image].add(record)
+        noteTime(record.ts)
+        switch record {
+        case .http(let h): noteTime(h.requestStartTs)
+        case .connection(let c): noteTime(c.openTs)
+        case .dns(let d):
+            noteTime(d.startTs)
+            lookups.add(d, file: image)
+        case .stall(let s): noteTime(s.startTs ?? (s.endTs ?? s.ts) - s.durationUs)
+        case .httpSummary(let s):
+            summarizedExchanges += max(0, s.count)
+            if s.role != "server" { summarizedClientExchanges += max(0, s.count) }
+            if let (d, _) = OTLPExport.foldable(s) { summarizedInHistograms += min(max(0, d.count), max(0, s.count)) }
+        default: break
+        }
+    }
+
+    private func noteTime(_ ts: Int64?) {
+        guard let ts, ts > 0 else { return }
+        earliestTs = min(earliestTs ?? ts, ts)
+    }
+
+    func setWarnings(_ w: [ReaderWarning]) { warnings = w }
+
+    /// A process's name: its program, or the programs of its exec chain (`bash → curl`).
+    func programNames() -> [Int: String] {
+        var chains: [Int: [(ts: Int64, program: String)]] = [:]
+        for image in images { chains[image.pid, default: []].append((image.startTs, image.program)) }
+        return chains.mapValues { chain in
+            var names: [String] = []
+            for step in chain.sorted(by: { $0.ts < $1.ts }) where names.last != step.program { names.append(step.program) }
+            return names.joined(separator: " → ")
+        }
+    }
+
+    /// What to say when exchanges were only counted (nil when none were).
+    public var summarizedWarning: String? {
+        guard summarizedExchanges > 0 else { return nil }
+        let n = summarizedExchanges, inHistograms = summarizedInHistograms, left = n - inHistograms
+        let histograms: String
+        let why = "(no duration, or a summary without bucket counts, from an older wedjat)"
+        if left == 0 {
+            histograms = n == 1 ? "its duration is in the OTLP duration histograms" : "their durations are in the OTLP duration histograms"
+        } else if inHistograms == 0 {
+            histograms = "\(n == 1 ? "it is" : "they are") not in the OTLP duration histograms \(why)"
+        } else {
+            histograms = "\(inHistograms) of them are in the OTLP duration histograms, \(left) \(left == 1 ? "is" : "are") not \(why)"
+        }
+        return "\(n) HTTP exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second):"
+            + " \(n == 1 ? "it has" : "they have") no HAR entry, trace slice or span; \(histograms);"
+            + " `wedjat report` counts \(n == 1 ? "it" : "them"). Raise WEDJAT_HTTP_RECORDS to record every exchange"
+    }
+}
+
+/// A format written while the logs are read.
+protocol ExportConsumer: AnyObject {
+    /// Every good record, in file order; `context` has already taken it in.
+    func add(_ record: Record, context: ExportContext)
+    /// The records of `image` are over (the reader moves to the next file).
+    func endImage(_ image: Int, context: ExportContext)
+    /// All records are read: write what is left. Returns what `wedjat export` reports.
+    func finish(context: ExportContext) -> ExportDocument
+}
+
+/// Reads the logs once and feeds every consumer.
+public enum ExportStream {
+    /// The formats asked for; nil: not written. Each document is handed over as it is written
+    /// (`ExportText` with a sink), the OTLP requests one by one to `otlp` (false: stop sending).
+    public struct Outputs {
+        public var har: ExportText?
+        public var trace: ExportText?
+        public var otlp: ((ExportDocument) -> Bool)?
+        public var spansPerRequest: Int
+        public init(har: ExportText? = nil, trace: ExportText? = nil, otlp: ((ExportDocument) -> Bool)? = nil,
+                    spansPerRequest: Int = 1000) {
+            self.har = har; self.trace = trace; self.otlp = otlp; self.spansPerRequest = spansPerRequest
+        }
+    }
+
+    public struct Result {
+        public var har: ExportDocument?
+        public var trace: ExportDocument?
+        /// Spans and metric data points written, and notes.
+        public var otlp: ExportDocument?
+        public var context: ExportContext
+    }
+
+    public static func run(paths: [String], outputs: Outputs, reader: LogReader = LogReader()) throws(LoadFailure) -> Result {
+        let context = ExportContext()
+        let har = outputs.har.map { HARStream(text: $0) }
+        let trace = outputs.trace.map { TraceStream(text: $0) }
+        let otlp = outputs.otlp.map { OTLPStream(emit: $0, spansPerRequest: outputs.spansPerRequest) }
+        let consumers: [ExportConsumer] = [har as ExportConsumer?, trace, otlp].compactMap { $0 }
+        var reader = reader
+        do {
+            try reader.read(paths: paths) { file, _, record in
+                let previous = context.image
+                if context.enter(file), previous >= 0 {
+                    for c in consumers { c.endImage(previous, context: context) }
+                }
+                context.note(record)
+                for c in consumers { c.add(record, context: context) }
+            }
+        } catch {
+            throw LoadFailure(error: error, warnings: reader.warnings)
+        }
+        if context.image >= 0 { for c in consumers { c.endImage(context.image, context: context) } }
+        context.setWarnings(reader.warnings)
+        return Result(har: har?.finish(context: context), trace: trace?.finish(context: context),
+                      otlp: otlp?.finish(context: context), context: context)
+    }
+}

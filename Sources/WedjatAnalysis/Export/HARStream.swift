@@ -1,0 +1,218 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// The HAR export (docs/EXPORTS.md, "HAR"), written while the logs are read. An exchange is
+/// rendered as soon as it is known: at once on a reused connection, and for the first exchange
+/// of a connection when the connection's record arrives (it is written when the connection
+/// ends, after its exchanges), since that exchange carries the connection's set-up. So only the
+/// first exchanges of open connections wait.
+///
+/// HAR entries are sorted by `startedDateTime`. Rendered entries are kept in a buffer of
+/// `runLength`; a full buffer is sorted and written to a temporary file as a run, and the end
+/// merges the runs: memory holds one buffer and a small read buffer per run, whatever the log.
+final class HARStream: ExportConsumer {
+    static let defaultRunLength = 4096
+    let runLength: Int
+
+    private var text: ExportText
+    /// First exchanges waiting for their connection's record, by conn_id (this image's).
+    private var waiting: [Int64: HTTPRecord] = [:]
+    private var buffer: [Entry] = []
+    private var runs: [(offset: Int64, count: Int)] = []
+    private var spill: UnsafeMutablePointer<FILE>?
+    private var spillPath: String?
+    private var spillFailed: String?
+    private var seq: Int64 = 0
+    private var entries = 0
+    private var serverSide = 0
+    private var unplaced = 0
+
+    struct Entry {
+        var start: Int64
+        var seq: Int64
+        var bytes: [UInt8]
+    }
+
+    init(text: ExportText, runLength: Int = HARStream.defaultRunLength) {
+        self.text = text
+        self.runLength = max(1, runLength)
+    }
+
+    deinit {
+        if let spill { fclose(spill) }
+        if let spillPath { unlink(spillPath) }
+    }
+
+    func add(_ record: Record, context: ExportContext) {
+        switch record {
+        case .http(let h):
+            guard h.role != "server" else { serverSide += 1; return }
+            guard h.requestStartTs != nil else { unplaced += 1; return }
+            let opens = (h.requestIndex ?? (h.reused == true ? 1 : 0)) == 0
+            if opens, let id = h.connId, waiting[id] == nil {
+                waiting[id] = h
+            } else {
+                entry(h, connection: nil, lookup: nil)
+            }
+        case .connection(let c):
+            guard let id = c.connId, let h = waiting.removeValue(forKey: id) else { return }
+            entry(h, connection: c, lookup: context.lookups.lookup(of: c, file: context.image))
+        default:
+            break
+        }
+    }
+
+    func endImage(_ image: Int, context: ExportContext) {
+        // Connections never recorded (a process killed with them open): entries without set-up.
+        for h in waiting.values.sorted(by: { $0.ts < $1.ts }) { entry(h, connection: nil, lookup: nil) }
+        waiting.removeAll()
+    }
+
+    private func entry(_ h: HTTPRecord, connection: ConnectionRecord?, lookup: LookupSpan?) {
+        guard let t = ExchangeTimings(h, connection: connection, lookup: lookup) else { unplaced += 1; return }
+        // At its depth in the document: log.entries[i].
+        var w = JSONBytes(capacity: 2048, indent: 2, level: 3)
+        HARExport.writeEntry(h, timings: t, connection: connection, into: &w)
+        buffer.append(Entry(start: t.startTs, seq: seq, bytes: w.bytes))
+        seq += 1
+        entries += 1
+        if buffer.count >= runLength { spillBuffer() }
+    }
+
+    private static func ordered(_ a: Entry, _ b: Entry) -> Bool { (a.start, a.seq) < (b.start, b.seq) }
+
+    /// The buffer, sorted, as one run at the end of the temporary file.
+    private func spillBuffer() {
+        guard spillFailed == nil else { return }
+        if spill == nil {
+            var template = Array((NSTemporaryDirectory() + "wedjat-har-XXXXXX").utf8CString)
+            let fd = mkstemp(&template)
+            guard fd >= 0, let f = fdopen(fd, "w+") else {
+                spillFailed = "cannot create a temporary file: \(String(cString: strerror(errno)))"
+                return
+            }
+            spillPath = String(cString: template)
+            unlink(spillPath!)   // gone with the process, whatever happens
+            spillPath = nil
+            spill = f
+        }
+        buffer.sort(by: Self.ordered)
+        let offset = Int64(ftello(spill!))
+        for e in buffer {
+            var head = (e.start, e.seq, Int64(e.bytes.count))
+            fwrite(&head, MemoryLayout.size(ofValue: head), 1, spill!)
+            e.bytes.withUnsafeBufferPointer { _ = fwrite($0.baseAddress, 1, $0.count, spill!) }
+        }
+        if ferror(spill!) != 0 { spillFailed = "cannot write the temporary file: \(String(cString: strerror(errno)))" }
+        runs.append((offset, buffer.count))
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// A run read back in order, a record at a time.
+    private final class RunReader {
+        let file: UnsafeMutablePointer<FILE>
+        var offset: Int64
+        var left: Int
+        var current: Entry?
+
+        init(file: UnsafeMutablePointer<FILE>, offset: Int64, count: Int) {
+            self.file = file; self.offset = offset; self.left = count
+            advance()
+        }
+
+        func advance() {
+            guard left > 0 else { current = nil; return }
+            var head: (Int64, Int64, Int64) = (0, 0, 0)
+            let headSize = MemoryLayout.size(ofValue: head)
+            fseeko(file, off_t(offset), SEEK_SET)
+            guard fread(&head, headSize, 1, file) == 1 else { current = nil; left = 0; return }
+            var bytes = [UInt8](repeating: 0, count: Int(head.2))
+            guard bytes.withUnsafeMutableBufferPointer({ fread($0.baseAddress, 1, $0.count, file) }) == bytes.count else {
+                current = nil; left = 0; return
+            }
+            offset += Int64(headSize) + head.2
+            left -= 1
+            current = Entry(start: head.0, seq: head.1, bytes: bytes)
+        }
+    }
+
+    func finish(context: ExportContext) -> ExportDocument {
+        var notes: [String] = []
+        if serverSide > 0 {
+            notes.append("\(serverSide) server-side exchange\(serverSide == 1 ? "" : "s") left out of the HAR (a client's view; they are in the trace and OTLP exports)")
+        }
+        if unplaced > 0 {
+            notes.append("\(unplaced) exchange\(unplaced == 1 ? "" : "s") without a request start left out of the HAR")
+        }
+        if let why = spillFailed { notes.append("entries past the first \(runLength) could not be sorted: \(why)") }
+        // Said in the file too (HAR's `log.comment`), for whoever opens it in a viewer.
+        var comment = notes
+        if context.summarizedClientExchanges > 0 {
+            let n = context.summarizedClientExchanges
+            comment.append("\(n) client exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and \(n == 1 ? "has" : "have") no entry")
+        }
+        let version = context.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
+        let log = { (entries: ExportJSON) -> ExportJSON in
+            var log = JSONObject()
+            log.add("version", .string("1.2"))
+            log.add("creator", .object([("name", .string("wedjat")), ("version", .string(version))]))
+            log.add("entries", entries)
+            if !comment.isEmpty { log.add("comment", .string(comment.joined(separator: "; ") + ".")) }
+            return .object([("log", log.json)])
+        }
+        if entries == 0 {
+            text.append(log(.array([])).rendered(indent: 2))
+        } else {
+            let frame = ExportText.frame(log, indent: 2)
+            text.append(frame.open)
+            var written = 0
+            func write(_ e: Entry) {
+                if written > 0 { text.append(frame.separator) }
+                text.append(bytes: e.bytes)
+                written += 1
+            }
+            if runs.isEmpty {
+                buffer.sort(by: Self.ordered)
+                for e in buffer { write(e) }
+            } else if spillFailed != nil {
+                // Sorted within each run only (the note says why).
+                for r in runs {
+                    let reader = RunReader(file: spill!, offset: r.offset, count: r.count)
+                    while let e = reader.current { write(e); reader.advance() }
+                }
+                buffer.sort(by: Self.ordered)
+                for e in buffer { write(e) }
+            } else {
+                // The buffer is the last run; then a k-way merge over a heap of the runs' heads.
+                spillBuffer()
+                let readers = runs.map { RunReader(file: spill!, offset: $0.offset, count: $0.count) }
+                var heap = readers.indices.filter { readers[$0].current != nil }
+                func less(_ a: Int, _ b: Int) -> Bool { Self.ordered(readers[a].current!, readers[b].current!) }
+                func down(_ i: Int) {
+                    var i = i
+                    while true {
+                        let l = 2 * i + 1, r = l + 1
+                        var m = i
+                        if l < heap.count, less(heap[l], heap[m]) { m = l }
+                        if r < heap.count, less(heap[r], heap[m]) { m = r }
+                        if m == i { return }
+                        heap.swapAt(i, m)
+                        i = m
+                    }
+                }
+                for i in stride(from: heap.count / 2, through: 0, by: -1) { down(i) }
+                while let top = heap.first {
+                    write(readers[top].current!)
+                    readers[top].advance()
+                    if readers[top].current == nil { heap[0] = heap[heap.count - 1]; heap.removeLast() }
+                    if !heap.isEmpty { down(0) }
+                }
+            }
+            text.append(frame.close)
+        }
+        text.append("\n")
+        return ExportDocument(body: text, count: entries, notes: notes)
+    }
+}
