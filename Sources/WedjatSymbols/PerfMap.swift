@@ -180,11 +180,11 @@ public enum PerfMapFile {
     }
 
     private static func seconds(_ us: Int64) -> String {
-        let s = Int(Double(us) / 1e6)
-        if s < 100 { return "\(s) s" }
-        if s < 6000 { return "\(s / 60) min" }
-        if s < 172_800 { return "\(s / 3600) h" }
-        return "\(s / 86400) days"
+        let s = (Double(us) / 1e6).rounded()
+        if s < 100 { return "\(Int(s)) s" }
+        if s < 6000 { return "\(Int((s / 60).rounded())) min" }
+        if s < 172_800 { return "\(Int((s / 3600).rounded())) h" }
+        return "\(Int((s / 86400).rounded())) days"
     }
 
     /// The whole file (non-blocking open: a FIFO planted at the path must not hang the report).
