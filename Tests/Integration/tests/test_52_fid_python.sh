@@ -13,14 +13,9 @@
 command -v curl >/dev/null || skip "curl is not installed"
 N=${WJ_FID_N:-20}
 PATHS=(/status/200 /status/404 /delay/20 /bytes/100000 /status/500 /delay/5)
-servers=(threading asyncio)
-clients=(curl urllib requests)
-if "$PYTHON" -c 'import aiohttp' 2>/dev/null; then
-    servers+=(aiohttp); clients+=(aiohttp)
-else
-    note "aiohttp is not installed (scripts/deps.sh installs it): its pairs are left out"
-fi
-"$PYTHON" -c 'import requests' 2>/dev/null || fail "python requests is not installed (scripts/deps.sh installs it)"
+servers=(threading asyncio aiohttp)
+clients=(curl urllib requests aiohttp)
+"$PYTHON" -c 'import requests, aiohttp' 2>/dev/null || fail "python's requests or aiohttp is missing (scripts/deps.sh installs them)"
 
 mapfile -t paths < <(fid_paths "$N" "${PATHS[@]}")
 pairs=()
