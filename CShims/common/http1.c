@@ -229,6 +229,8 @@ void wj_h1_init(wj_h1 *h, int client) {
     atomic_store_explicit(&h->stop_said, 0, memory_order_relaxed);
     atomic_store_explicit(&h->why, WJ_H1_WHY_OTHER, memory_order_relaxed);
     atomic_store_explicit(&h->announced, 0, memory_order_relaxed);
+    h->announce_seq = UINT32_MAX;
+    h->announce_mono = 0;
     for (int i = 0; i < WJ_H1_FACTS; i++) atomic_store_explicit(&h->facts[i], 0, memory_order_relaxed);
     side_init(&h->req, 1);
     side_init(&h->resp, 0);
@@ -791,6 +793,9 @@ static void begin_message(const ctx *c, wj_h1_side *s, uint64_t mono) {
     s->head_given = 0;
     if (!s->is_request || atomic_load_explicit(&h->announced, memory_order_acquire) > seq) {
         s->detailed = (facts_of(h, seq) & WJ_H1_FACT_DETAILED) != 0;
+        // Announced before its call: that call's start is the request's first byte.
+        if (s->is_request && h->announce_seq == seq && h->announce_mono && h->announce_mono < s->msg_start_mono)
+            s->msg_start_mono = h->announce_mono;
     } else {
         s->detailed = c->sink->want_detail ? c->sink->want_detail(c->sink->ctx, mono) != 0 : 1;
     }
@@ -956,7 +961,16 @@ void wj_h1_feed(wj_h1 *h, const wj_h1_sink *sink, int out, uint64_t offset, cons
 
 void wj_h1_announce(wj_h1 *h, const wj_h1_sink *sink, uint64_t offset, const uint8_t *p, size_t n, uint64_t mono) {
     wj_h1_side *s = &h->req;
-    if (!live(h) || !h->client || s->phase != PH_START || offset != s->pos || !p || !n) return;
+    if (!live(h) || !h->client || offset != s->pos || !p || !n) return;
+    // After CONNECT or Upgrade answered without a tunnel (Java's HttpClient asks for h2c on
+    // every request): the request side resumes here, on its own thread, so that this request
+    // is announced before its answer can come.
+    if (s->phase == PH_PAUSED && !s->lost && atomic_exchange_explicit(&h->resume, 0, memory_order_acq_rel)) {
+        s->phase = PH_START;
+        s->started = 0;
+        s->block_bytes = 0;
+    }
+    if (s->phase != PH_START) return;
     uint32_t seq = atomic_load_explicit(&s->next, memory_order_relaxed);
     if (atomic_load_explicit(&h->announced, memory_order_acquire) > seq || s->line_len > WJ_H1_CARRY) return;
     uint8_t buf[WJ_H1_CARRY + 512];
@@ -985,6 +999,8 @@ void wj_h1_announce(wj_h1 *h, const wj_h1_sink *sink, uint64_t offset, const uin
     if (s->started && s->line_len) detailed = s->detailed;
     else detailed = sink->want_detail ? sink->want_detail(sink->ctx, mono) != 0 : 1;
     set_facts(h, seq, request_facts(&rl, detailed));
+    h->announce_seq = seq;
+    h->announce_mono = mono;
     atomic_store_explicit(&h->announced, seq + 1, memory_order_release);
     if (state_of(h) == WJ_H1_DETECTING) atomic_store_explicit(&h->state, WJ_H1_HTTP, memory_order_release);
 }

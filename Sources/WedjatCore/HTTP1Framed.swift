@@ -210,14 +210,16 @@ public final class HTTP1Framed {
             if !ready && stopped == nil { return }
             if alone {
                 if let stop = stopped, s.pointee.error == nil, !s.pointee.respDone {
-                    s.pointee.error = stop.newState == .closed ? "incomplete" : "desync"
+                    s.pointee.error = stop.newState == .closed ? (stop.error == "handed_off" ? "handed_off" : "incomplete") : "desync"
                 }
                 detailed(responseOnly(s))
             } else if s.pointee.haveReq {
                 // As the Swift parser's stop(): every exchange still held gets an error, the
                 // one it was for (current) the STOP's, the others desync (incomplete at a close).
                 if let stop = stopped, s.pointee.error == nil, !s.pointee.readyAtStop {
-                    let other = stop.newState == .closed ? "incomplete" : "desync"
+                    // At a close every exchange still open is incomplete, or handed off when a
+                    // forked child went on with the connection.
+                    let other = stop.newState == .closed ? (stop.error == "handed_off" ? "handed_off" : "incomplete") : "desync"
                     s.pointee.error = (base == stop.current ? stop.error : nil) ?? other
                 }
                 emit(s, detailed: detailed, counted: counted)

@@ -335,7 +335,8 @@ final class HTTP1DifferentialTests: XCTestCase {
     }
 
     /// The response side can be framed before the request side has framed the request: the
-    /// exchange still pairs by index (Java's HttpClient, a reader thread).
+    /// exchange still pairs by index (Java's HttpClient, a reader thread), and the request
+    /// starts when the call that sent it began (10: the announcement), before its response.
     func testResponseBeforeRequestEventPairs() {
         let c = FramerWire(.client)
         let req = Array("GET /x HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
@@ -348,7 +349,7 @@ final class HTTP1DifferentialTests: XCTestCase {
         let out = c.framed.takeCompleted()
         XCTAssertEqual(out.count, 1)
         XCTAssertEqual(out.first.map(describeExchange),
-                       "#0 GET host=h path=/x HTTP/1.1 -> 200 HTTP/1.1 interim=0 req=28+0 resp=38+2 complete=true upgraded=false error=- detailed=true headers=request.host=h;response.content-length=2 t=20,20,30,30")
+                       "#0 GET host=h path=/x HTTP/1.1 -> 200 HTTP/1.1 interim=0 req=28+0 resp=38+2 complete=true upgraded=false error=- detailed=true headers=request.host=h;response.content-length=2 t=10,20,30,30")
     }
 
     /// HEAD is known to the response side from the announcement, before the request is framed.

@@ -153,6 +153,8 @@ typedef struct wj_h1 {
     _Atomic uint8_t stop_said;
     _Atomic uint8_t why;     // WJ_H1_WHY_* of the first bytes seen while detecting
     _Atomic uint32_t announced;             // requests whose request line was seen
+    uint32_t announce_seq;                  // the last request announced before its call,
+    uint64_t announce_mono;                 // and when that call began
     _Atomic uint32_t facts[WJ_H1_FACTS];    // (seq << 8) | WJ_H1_FACT_*
     wj_h1_side req, resp;
 } wj_h1;
@@ -174,7 +176,8 @@ int wj_budget_take(wj_budget *b, int64_t per_second, uint64_t mono);
 
 // Before a call that will send bytes [offset, offset + n) on the request side (the app is a
 // client): if a request line starts at offset and ends in these bytes, the request is
-// announced now, with its facts. Optional for correctness of a single thread's framing.
+// announced now, with its facts, and `mono` (the call's start) becomes the request's first
+// byte time: a response read on another thread never seems to come before its request.
 void wj_h1_announce(wj_h1 *h, const wj_h1_sink *sink, uint64_t offset, const uint8_t *p, size_t n, uint64_t mono);
 
 // A call moved bytes up to stream offset io_end in direction `out` (the app sent them);

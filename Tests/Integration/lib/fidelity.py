@@ -41,11 +41,54 @@ def tol(us):
     return max(1000, 0.05 * abs(us))
 
 
+def join_handed_off(logs, http):
+    """docs/LOG_FORMAT.md: a connection a forked child went on with is one connection over two
+    logs. The parent's exchange (`error: "handed_off"`, request side) and the child's (its
+    connection's `inherited_from` names the parent's log and conn_id, same request_index,
+    response side) are one exchange: joined here into the child's record, its request fields
+    taken from the parent's."""
+    by_log = {}
+    for l in logs:
+        by_log[l.start.get("log")] = l
+    inherited = {}   # (child pid, conn_id) -> parent log path
+    for l in logs:
+        for c in l.records("connection"):
+            f = c.get("inherited_from")
+            if f:
+                inherited[(c["pid"], c["conn_id"])] = f.get("log")
+    parents = {}
+    for h in http:
+        if h.get("error") == "handed_off":
+            parents[(h["pid"], h["conn_id"], h["request_index"])] = h
+    pid_of = {l.start.get("log"): l.start.get("pid") for l in logs}
+    out = []
+    used = set()
+    for h in http:
+        if h.get("error") == "handed_off":
+            continue
+        parent_log = inherited.get((h["pid"], h["conn_id"]))
+        if parent_log is not None and h.get("method") is None:
+            key = (pid_of.get(parent_log), h["conn_id"], h["request_index"])
+            p = parents.get(key)
+            if p is not None:
+                used.add(key)
+                h = dict(h)
+                for k in ("method", "path", "version", "request_start_ts", "request_end_ts", "request_header_bytes",
+                          "request_body_bytes"):
+                    h[k] = p.get(k)
+        out.append(h)
+    # A handed-off exchange no child answered stays, with its error.
+    out += [p for k, p in parents.items() if k not in used]
+    return out
+
+
 def exchanges(logs, role, peer_port=None):
-    """(http records, summed http_summary counts by status) of one role. Client records can be
-    narrowed to a server port (their `peer`)."""
+    """(http records, summed http_summary counts by status) of one role, handed-off exchanges
+    joined with their forked child's part. Client records can be narrowed to a server port
+    (their `peer`)."""
     http = [h for h in records(logs, "http") if h.get("role") == role
             and (peer_port is None or h.get("peer", "").endswith(f":{peer_port}"))]
+    http = join_handed_off(logs, http)
     summed = collections.Counter()
     for s in records(logs, "http_summary"):
         if s.get("role") == role:
@@ -73,7 +116,7 @@ def check_exchanges(what, logs, role, statuses, peer_port=None):
     ok = expect(not errors, f"{what}: {role} exchanges with an error: {dict(errors)}") and ok
     if not ok:
         explain(logs, role, what)
-    return sorted(http, key=lambda h: h["request_start_ts"])
+    return sorted(http, key=lambda h: h.get("request_start_ts") or 0)
 
 
 def explain(logs, role, what=""):
