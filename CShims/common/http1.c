@@ -813,9 +813,42 @@ static inline void give_head(const ctx *c, wj_h1_side *s, uint64_t offset, const
 
 // Line phases: consume lines from pos until a skip phase is entered (1, pos at its start) or
 // the bytes end (1, the partial line kept) or parsing stops (0).
+// The common case, quickly: whole field lines of a header block, none carried, whose name
+// none of the framing rules looks at. They only need their end found and their name checked
+// (16 bytes at a time). Anything else (an interesting name, the empty line, a line that
+// continues in the next call, a malformed one, the block's size limit) is left, at its start,
+// to the general loop.
+static size_t skip_plain_fields(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t count, uint64_t offset, size_t i) {
+    while (i < count) {
+        const uint8_t *q = p + i;
+        size_t rest = count - i;
+        const uint8_t *nl = memchr(q, '\n', rest);
+        if (!nl) break;
+        size_t n = (size_t)(nl - q), total = n + 1;
+        size_t ln = n && q[n - 1] == '\r' ? n - 1 : n;
+        if (ln == 0 || (uint64_t)s->block_bytes + total > WJ_H1_MAX_HEADER) break;
+        size_t name_end = tchar_span(q, ln, rest);
+        if (name_end == 0 || name_end == ln || q[name_end] != ':') break;
+        switch (name_end) {
+        case 4: case 7: case 14: case 17: return i;   // host, upgrade, content-length, transfer-encoding
+        default: break;
+        }
+        s->block_bytes += (uint32_t)total;
+        s->line_at = offset + i;
+        s->pos = offset + i + total;
+        give_head(c, s, offset + i, q, total);
+        i += total;
+    }
+    return i;
+}
+
 static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t count, uint64_t offset, uint64_t mono) {
     size_t i = (size_t)(s->pos - offset);
     while (i < count) {
+        if (s->phase == PH_HEADERS && s->line_len == 0) {
+            i = skip_plain_fields(c, s, p, count, offset, i);
+            if (i >= count) break;
+        }
         const uint8_t *q = p + i;
         size_t rest = count - i;
         if (!s->started && s->phase == PH_START) {
