@@ -78,11 +78,12 @@ struct H2Shared {
         state = .failed
         failure = reason
         let error = reason == "desync" ? "desync" : "parse"
-        for i in streams.indices {
+        for i in streams.indices where !streams[i].responseDone {
+            // (A stream whose response ended is output as it is.)
             streams[i].ex.error = streams[i].ex.error ?? error
-            completed.append(streams[i].ex)
+            streams[i].ex.complete = false
         }
-        streams.removeAll()
+        while !streams.isEmpty { emit(0) }
     }
 
     /// Output stream i if both sides are done.
@@ -503,7 +504,8 @@ struct H2Dir {
             guard let i = streamIndex(&s) else { return }
             let code = UInt32(truncatingIfNeeded: fix)
             if code == 0 && s.streams[i].responseDone {
-                s.streams[i].ex.complete = true
+                // NO_ERROR after the whole response: the request was not needed any more.
+                s.streams[i].ex.complete = s.streams[i].ex.error == nil
             } else {
                 s.streams[i].ex.error = "rst_stream:" + HTTP2ErrorCode.name(code)
                 s.streams[i].ex.complete = false
