@@ -150,8 +150,9 @@ public final class HPACKEncoder {
         if let f = api.pointee.deflate_change_table_size { _ = f(deflater, size) }
     }
 
-    /// One header block. Names must be lowercase (HTTP/2).
-    public func encode(_ fields: [(String, String)]) -> [UInt8] {
+    /// One header block. Names must be lowercase (HTTP/2). neverIndex: every field as a
+    /// literal never indexed (what nginx does with its response fields).
+    public func encode(_ fields: [(String, String)], neverIndex: Bool = false) -> [UInt8] {
         var names = fields.map { Array($0.0.utf8) }
         var values = fields.map { Array($0.1.utf8) }
         var out: [UInt8] = []
@@ -166,7 +167,7 @@ public final class HPACKEncoder {
                     v.initialize(from: vb[i], count: vb[i].count)
                     keep.append(n)
                     keep.append(v)
-                    nvs.append(wj_nghttp2_nv(name: n, value: v, namelen: nb[i].count, valuelen: vb[i].count, flags: 0))
+                    nvs.append(wj_nghttp2_nv(name: n, value: v, namelen: nb[i].count, valuelen: vb[i].count, flags: neverIndex ? 1 : 0))
                 }
                 let bound = api.pointee.deflate_bound!(deflater, nvs, nvs.count)
                 out = [UInt8](repeating: 0, count: bound)
