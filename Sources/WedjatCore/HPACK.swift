@@ -179,3 +179,116 @@ public final class HPACKEncoder {
         return out
     }
 }
+
+// MARK: - the fast path for whole blocks
+
+/// RFC 7541 Appendix A.
+enum HPACKStatic {
+    static let table: [(StaticString, StaticString)] = [
+        (":authority", ""), (":method", "GET"), (":method", "POST"), (":path", "/"), (":path", "/index.html"),
+        (":scheme", "http"), (":scheme", "https"), (":status", "200"), (":status", "204"), (":status", "206"),
+        (":status", "304"), (":status", "400"), (":status", "404"), (":status", "500"), ("accept-charset", ""),
+        ("accept-encoding", "gzip, deflate"), ("accept-language", ""), ("accept-ranges", ""), ("accept", ""),
+        ("access-control-allow-origin", ""), ("age", ""), ("allow", ""), ("authorization", ""), ("cache-control", ""),
+        ("content-disposition", ""), ("content-encoding", ""), ("content-language", ""), ("content-length", ""),
+        ("content-location", ""), ("content-range", ""), ("content-type", ""), ("cookie", ""), ("date", ""), ("etag", ""),
+        ("expect", ""), ("expires", ""), ("from", ""), ("host", ""), ("if-match", ""), ("if-modified-since", ""),
+        ("if-none-match", ""), ("if-range", ""), ("if-unmodified-since", ""), ("last-modified", ""), ("link", ""),
+        ("location", ""), ("max-forwards", ""), ("proxy-authenticate", ""), ("proxy-authorization", ""), ("range", ""),
+        ("referer", ""), ("refresh", ""), ("retry-after", ""), ("server", ""), ("set-cookie", ""),
+        ("strict-transport-security", ""), ("transfer-encoding", ""), ("user-agent", ""), ("vary", ""), ("via", ""),
+        ("www-authenticate", ""),
+    ]
+
+    /// Static names whose values the decoder may log or use (1-based indices): :authority,
+    /// :method, :path, :status, content-length, content-type, host, user-agent.
+    static func wanted(_ index: Int) -> Bool {
+        switch index {
+        case 1...5, 8...14, 28, 31, 38, 58: return true
+        default: return false
+        }
+    }
+}
+
+extension HPACKDecoder {
+    /// A whole header block in one buffer, with the fields nobody reads skipped: the
+    /// representations that leave the dynamic table alone are handled here (a static-table
+    /// index is looked up; a literal not indexed whose static name is not `wanted` is passed
+    /// over without decoding its value, Huffman or not), and every other run of the block goes
+    /// to libnghttp2 as it is (so its dynamic table is the encoder's). `field` sees the fields
+    /// in order, less the skipped ones. False on a decoding error, as decode.
+    public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int,
+                            _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        var i = 0
+        var run = 0            // start of the bytes not yet handed to libnghttp2
+        @inline(__always) func flush(_ end: Int) -> Bool {
+            guard end > run else { return true }
+            let ok = decode(p + run, end - run, final: true, field)
+            run = end
+            return ok
+        }
+        /// An HPACK integer with an N-bit prefix at i; nil when malformed or cut.
+        @inline(__always) func integer(_ prefix: Int) -> Int? {
+            let mask = (1 << prefix) - 1
+            var v = Int(p[i]) & mask
+            i += 1
+            if v < mask { return v }
+            var shift = 0
+            while i < n {
+                let b = Int(p[i])
+                i += 1
+                v += (b & 0x7f) << shift
+                if b & 0x80 == 0 { return v }
+                shift += 7
+                if shift > 28 { return nil }
+            }
+            return nil
+        }
+        while i < n {
+            let start = i
+            let b = p[i]
+            if b & 0x80 != 0 {
+                // Indexed field: static ones here, the dynamic table's in libnghttp2.
+                guard let index = integer(7) else { return false }
+                if index >= 1 && index <= 61 {
+                    guard flush(start) else { return false }
+                    run = i
+                    let (name, value) = HPACKStatic.table[index - 1]
+                    field(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                          UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+                }
+                continue
+            }
+            if b & 0xe0 == 0x00 {
+                // Literal without indexing (0000) or never indexed (0001): the table is untouched.
+                guard let nameIndex = integer(4) else { return false }
+                if nameIndex == 0 {
+                    // A literal name: skip it and its value only by their lengths, into the run.
+                    for _ in 0..<2 {
+                        guard i < n, let len = integer(7), len <= n - i else { return false }
+                        i += len
+                    }
+                    continue
+                }
+                guard i < n, let len = integer(7), len <= n - i else { return false }
+                i += len
+                if nameIndex <= 61 && !HPACKStatic.wanted(nameIndex) {
+                    guard flush(start) else { return false }
+                    run = i   // passed over
+                }
+                continue
+            }
+            // Literal with incremental indexing (01) or a table size update (001): libnghttp2.
+            guard let nameIndex = integer(b & 0x40 != 0 ? 6 : 5) else { return false }
+            if b & 0x40 != 0 {
+                if nameIndex == 0 {
+                    guard i < n, let len = integer(7), len <= n - i else { return false }
+                    i += len
+                }
+                guard i < n, let len = integer(7), len <= n - i else { return false }
+                i += len
+            }
+        }
+        return flush(n)
+    }
+}

@@ -631,8 +631,16 @@ struct H2Dir {
         let kind = block
         var target = -1
         if kind != .ignore && kind != .none { target = s.find(blockStream) ?? -1 }
-        let ok = decoder.decode(q, n, final: final) { name, value in
-            if target >= 0 { field(kind, target, name, value, &s) }
+        let ok: Bool
+        if final, blockBytes == n, let q, n > 0 {
+            // The whole block at once (the usual case): the fast path skips unread fields.
+            ok = decoder.decodeBlock(q, n) { name, value in
+                if target >= 0 { field(kind, target, name, value, &s) }
+            }
+        } else {
+            ok = decoder.decode(q, n, final: final) { name, value in
+                if target >= 0 { field(kind, target, name, value, &s) }
+            }
         }
         if !ok { s.fail("hpack"); return }
         pos += UInt64(n)

@@ -123,6 +123,62 @@ final class HPACKTests: XCTestCase {
     func testC5ResponsesWithoutHuffman() throws { try everySplit(responses.plain) }
     func testC6ResponsesWithHuffman() throws { try everySplit(responses.huffman) }
 
+    /// decodeBlock (whole blocks, fields nobody reads skipped) gives what decode gives, less
+    /// the skipped fields, and leaves the same dynamic table: the RFC examples and blocks of
+    /// every representation the encoder makes (indexed, incremental, never indexed).
+    func testWholeBlockFastPathMatchesLibnghttp2() throws {
+        let lib = try library()
+        func skipped(_ name: String) -> Bool {
+            // a literal not indexed whose static name is not wanted is passed over
+            ["server", "date", "etag", "last-modified", "accept-ranges", "cache-control", "set-cookie", "location",
+             "content-encoding", "cookie", "authorization"].contains(name)
+        }
+        for steps in [requests.plain, requests.huffman, responses.plain, responses.huffman] {
+            let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+            for step in steps {
+                var full: [(String, String)] = [], fast: [(String, String)] = []
+                XCTAssertTrue(a.decode(step.block, step.block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+                XCTAssertTrue(step.block.withUnsafeBufferPointer { buf in
+                    b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+                })
+                XCTAssertEqual(pairs(fast), pairs(full), "RFC examples index or add every field: nothing to skip")
+                XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []))
+            }
+        }
+        guard let enc = HPACKEncoder(lib) else { throw XCTSkip("no deflater") }
+        let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+        var rng = SystemRandomNumberGenerator()
+        let names = [":status", ":method", ":path", ":authority", "server", "date", "etag", "content-type", "content-length",
+                     "user-agent", "grpc-status", "grpc-message", "x-custom", "set-cookie", "host", "accept-ranges"]
+        var skippedSeen = 0
+        for round in 0..<400 {
+            var fields: [(String, String)] = []
+            for _ in 0..<Int.random(in: 1...10, using: &rng) {
+                let name = names.randomElement(using: &rng)!
+                let value = ["200", "404", "GET", "/", "/index.html", "x", String(repeating: "v", count: Int.random(in: 0...80, using: &rng)),
+                             "Tue, 24 Nov 2026 11:28:00 GMT"].randomElement(using: &rng)!
+                fields.append((name, value))
+            }
+            let block = enc.encode(fields, neverIndex: round % 3 == 0)
+            var full: [(String, String)] = [], fast: [(String, String)] = []
+            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
+                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+            })
+            XCTAssertEqual(pairs(full), pairs(fields), "round \(round): libnghttp2 decodes what was encoded")
+            // fast = full less some fields, each of them one a fast path may pass over.
+            var j = 0
+            for f in full {
+                if j < fast.count, fast[j] == f { j += 1; continue }
+                XCTAssertTrue(skipped(f.0), "round \(round): \(f.0) missing from the fast path's fields")
+                skippedSeen += 1
+            }
+            XCTAssertEqual(j, fast.count, "round \(round): the fast path's fields in order")
+            XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []), "round \(round): the same table")
+        }
+        XCTAssertGreaterThan(skippedSeen, 100, "fields were passed over")
+    }
+
     func testGarbageFails() throws {
         let lib = try library()
         let d = HPACKDecoder(lib)!
