@@ -103,6 +103,15 @@ public final class HPACKDecoder {
         }
     }
 
+    var handle: OpaquePointer? { inflater }
+
+    /// Gives up: the context is unusable from now on.
+    func fail() -> Bool {
+        if let inflater { api.pointee.inflate_del(inflater) }
+        inflater = nil
+        return false
+    }
+
     /// Whether decoding failed (the context is gone).
     public var failed: Bool { inflater == nil }
 
@@ -256,6 +265,14 @@ extension HPACKDecoder {
                     let (name, value) = HPACKStatic.table[index - 1]
                     field(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
                           UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+                } else if index > 61, let entry = api.pointee.inflate_get_table_entry {
+                    // The dynamic table as libnghttp2 holds it, read without a decoding pass
+                    // (an index changes nothing). The run before it first, which may add to it.
+                    guard flush(start), let inflater = handle else { return false }
+                    run = i
+                    guard let e = entry(inflater, index) else { return fail() }
+                    field(UnsafeBufferPointer(start: e.pointee.name, count: e.pointee.namelen),
+                          UnsafeBufferPointer(start: e.pointee.value, count: e.pointee.valuelen))
                 }
                 continue
             }

@@ -83,6 +83,7 @@ struct H2Shared {
             streams[i].ex.error = streams[i].ex.error ?? error
             streams[i].ex.complete = false
         }
+        streams.sort { $0.ex.index < $1.ex.index }
         while !streams.isEmpty { emit(0) }
     }
 
@@ -93,7 +94,10 @@ struct H2Shared {
     }
 
     mutating func emit(_ i: Int) {
-        var s = streams.remove(at: i)
+        // (Order among open streams does not matter: find scans them all, finish sorts.)
+        let last = streams.count - 1
+        if i != last { streams.swapAt(i, last) }
+        var s = streams.removeLast()
         if s.grpc, s.ex.http2?.grpc != nil {
             s.ex.http2!.grpc!.requestMessages = s.requestCount.lost ? nil : s.requestCount.messages
             s.ex.http2!.grpc!.responseMessages = s.responseCount.lost ? nil : s.responseCount.messages
@@ -296,6 +300,14 @@ struct H2Dir {
                 phase = .header
             }
         case .header:
+            if hdrHave == 0 && n >= 9 {
+                // The whole frame header at once (the usual case).
+                hdrMono = mono
+                hdr = (q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8])
+                pos += 9
+                frameHeader(mono, &s)
+                return
+            }
             var k = 0
             withUnsafeMutableBytes(of: &hdr) { h in
                 while k < n, hdrHave < 9 {
@@ -865,6 +877,7 @@ struct H2Core {
             sh.streams[i].ex.complete = false
             sh.streams[i].ex.error = sh.streams[i].ex.error ?? cut
         }
+        sh.streams.sort { $0.ex.index < $1.ex.index }
         while !sh.streams.isEmpty { sh.emit(0) }
         sh.state = .closed
     }
