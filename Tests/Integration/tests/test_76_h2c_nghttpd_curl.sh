@@ -47,4 +47,5 @@ expect_eq(sorted((c.get("http_version"), c.get("http_requests")) for c in sconns
 for f in glob.glob("logs/**/*.ndjson", recursive=True):
     expect("qsecret" not in open(f).read(), f"{f}: holds the query")
 PY
+h2_schema_check logs
 finish

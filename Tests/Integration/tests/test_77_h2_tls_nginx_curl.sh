@@ -56,4 +56,5 @@ expect_eq([c.get("http_requests") for c in mconn], [3], "http_requests of that c
 expect_eq(len([h for h in server_http if h["path"] in ("/small.txt", "/f.bin", "/nope")]), len(rows) - 1 + 3,
           "nginx's records of the same requests")
 PY
+h2_schema_check logs
 finish

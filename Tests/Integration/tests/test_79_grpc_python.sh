@@ -46,4 +46,5 @@ for side, role in (("client", "client"), ("server", "server")):
 for f in glob.glob("logs/**/*.ndjson", recursive=True):
     expect("secret-item-42" not in open(f).read(), f"{f}: holds the grpc-message")
 PY
+h2_schema_check logs
 finish
