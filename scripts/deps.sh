@@ -38,6 +38,9 @@ have g++ || need+=(g++)
 have nghttpd || [ -x /usr/sbin/nghttpd ] || need+=(nghttp2-server)
 have h2load || need+=(nghttp2-client)
 [ -e /usr/include/nghttp2/nghttp2.h ] || need+=(libnghttp2-dev)
+# The fidelity matrix (tests 52-59) runs each runtime as client and server.
+have node || need+=(nodejs)
+have javac || need+=(default-jdk-headless)
 # The report's benchmark (scripts/bench/report.sh) measures simdjson's parser against wedjat's own.
 [ -e /usr/include/simdjson.h ] || need+=(libsimdjson-dev)
 # The HTML report is rendered in headless Chromium by its test.
@@ -47,6 +50,9 @@ pyneed=()
 python3 -c "import opentelemetry.proto" 2>/dev/null || pyneed+=(opentelemetry-proto)
 python3 -c "import perfetto.trace_processor" 2>/dev/null || pyneed+=(perfetto)
 python3 -c "import jsonschema" 2>/dev/null || pyneed+=(jsonschema)
+# Python HTTP clients and servers of the fidelity matrix.
+python3 -c "import requests" 2>/dev/null || pyneed+=(requests)
+python3 -c "import aiohttp" 2>/dev/null || pyneed+=(aiohttp)
 # What a data-minded user would reach for instead of `wedjat report` (scripts/bench/report.sh compares).
 python3 -c "import duckdb" 2>/dev/null || pyneed+=(duckdb)
 # A gRPC client and server for the HTTP/2 test 79.

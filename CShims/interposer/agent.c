@@ -12,6 +12,7 @@
 // (close_range, a close loop, dup2) can touch wedjat's fds. When the thread ends, its table
 // goes with it: the log is reopened by path by whoever writes next.
 #include "agent.h"
+#include "framing.h"
 #include "component.h"
 #include "conns.h"
 #include "context.h"
@@ -258,6 +259,8 @@ static void ensure_header(void) {
 // Drain the rings and write everything that is ready. Called with agent_lock held.
 static void flush_locked(const wj_round *r) {
     ensure_header();
+    // Connections still open: what their HTTP framers hold is handed over before the drain.
+    if (r->final) wj_framing_end_all(r->now);
     if (exec_failed_tid) {
         append(WJ_REC_EXEC_FAILED, wj_format_exec_failed(line_buf, sizeof line_buf, exec_failed_mono, exec_failed_tid));
         exec_failed_tid = 0;
@@ -295,7 +298,8 @@ static void flush_locked(const wj_round *r) {
             have_dns = wj_ring_pop(&wj_dns_ring, &dns);
             continue;
         }
-        if (have_payload && t_payload < t_ev) {
+        // Ties go to the bytes: a connection's last messages carry its close's time.
+        if (have_payload && t_payload <= t_ev) {
             if (payload.kind && ensure_agent_library()) {
                 write_out();
                 agent_ops.handle_payload(&payload);

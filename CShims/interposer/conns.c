@@ -3,6 +3,7 @@
 // allocation (chunks are mmap'ed), no locks; every shared field is a relaxed atomic.
 #include "conns.h"
 #include "events.h"
+#include "framing.h"
 #include "process.h"
 #include <errno.h>
 #include <string.h>
@@ -19,6 +20,7 @@ _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
 uint64_t wj_fd_generation = 1;
 _Atomic int wj_connecting_count;
 static _Atomic uint64_t wj_conn_counter;
+_Atomic uint32_t wj_forks;
 uint64_t wj_untracked_fds;
 
 uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
@@ -114,8 +116,15 @@ static int end_conn(wj_conn *c, uint32_t slot, int fd, uint64_t now, wj_event *e
     memset(ev, 0, sizeof *ev);
     ev->conn_id = atomic_exchange(&c->conn_id, 0);
     if (!ev->conn_id) return 0;
+    // A connection a forked child inherited and never used: the parent's to report.
+    if (WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) return 0;
+    int forked = WJ_LOAD(c->fork_epoch) != atomic_load_explicit(&wj_forks, memory_order_relaxed);
+    // What its framers hold goes first (their events carry this time: before the close's).
+    if (WJ_LOAD(c->http)) wj_framing_end(c, ev->conn_id, now, forked);
     if (atomic_exchange(&c->connecting, 0)) atomic_fetch_sub(&wj_connecting_count, 1);
+    atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
     ev->kind = WJ_EV_CONN_CLOSE;
+    if (forked) ev->flags |= WJ_CLOSE_FORKED;
     ev->fd = fd;
     ev->conn_slot = slot;
     ev->t_end = now;
@@ -128,10 +137,10 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
     _Atomic uint64_t *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
     if (!chunk) return 0;
     uint64_t ref = atomic_exchange(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], 0);
-    if (!ref || (ref >> 32) != (uint32_t)wj_fd_generation) return 0;
-    uint32_t slot = (uint32_t)ref - 1;
-    wj_conn *c = wj_conn_at(slot);
-    if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return 0;
+    if (!wj_ref_current(ref)) return 0;
+    wj_conn *c = wj_ref_conn(ref);
+    uint32_t slot = WJ_LOAD(c->slot);
+    if (atomic_fetch_sub(&c->refs, 1) != 1) return 0;
     // The last fd: the socket closes with it. The fd is still open, for TCP_INFO.
     int ended = end_conn(c, slot, fd, now, ev);
     atomic_store_explicit(&c->state, 0, memory_order_release);
@@ -161,7 +170,12 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->family, (uint8_t)family);
     WJ_STORE(c->tls, 0);
     WJ_STORE(c->tls_version, 0);
-    WJ_STORE(c->http, (uint8_t)(wj_proc.config.http && transport != WJ_TRANSPORT_UDP));
+    WJ_STORE(c->http, (uint8_t)(wj_proc.config.http && transport != WJ_TRANSPORT_UDP && role != WJ_ROLE_PAIR));
+    WJ_STORE(c->watch, 0);
+    WJ_STORE(c->slot, slot);
+    WJ_STORE(c->fork_epoch, atomic_load_explicit(&wj_forks, memory_order_relaxed));
+    WJ_STORE(c->base_in, 0);
+    WJ_STORE(c->base_out, 0);
     WJ_STORE(c->err, 0);
     WJ_STORE(c->err_phase, 0);
     WJ_STORE(c->epfd, -1);
@@ -188,13 +202,15 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->dns53, 0);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
-    set_fd_ref(fd, ((uint64_t)(uint32_t)wj_fd_generation << 32) | (slot + 1));
+    // Framed from its first byte: the fd is not the app's yet, so no other thread races this.
+    if (WJ_LOAD(c->http)) wj_framing_open(c, slot, role != WJ_ROLE_SERVER);
+    set_fd_ref(fd, wj_ref_make(c));
     *slot_out = slot;
     return c;
 }
 
 void wj_fd_add_ref(int fd, uint64_t ref) {
-    wj_conn *c = wj_conn_at((uint32_t)ref - 1);
+    wj_conn *c = wj_ref_conn(ref);
     if (!c) return;
     if (atomic_fetch_add(&c->refs, 1) == 0) {  // it ended meanwhile (a racing close)
         atomic_fetch_sub(&c->refs, 1);
@@ -222,8 +238,35 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
     }
 }
 
+void wj_conns_fork_parent(void) { atomic_fetch_add(&wj_forks, 1); }
+
 void wj_conns_forked(void) {
-    wj_fd_generation++;  // inherited sockets are the parent's
+    // The child is the only thread now. Its sockets are the parent's too: each connection an
+    // fd still refers to stays, in the new generation, marked inherited (the child reports it
+    // from its first use, as the parent's connection going on); a slot no fd refers to is free.
+    uint64_t old = wj_fd_generation++;
+    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
+        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
+            uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
+            if (!ref) continue;
+            wj_conn *c = wj_ref_conn(ref);
+            uint64_t st = atomic_load_explicit(&c->state, memory_order_relaxed);
+            if ((st & 3) == WJ_SLOT_LIVE && (st >> 2) == wj_fd_generation) continue;   // another fd's
+            if ((st & 3) != WJ_SLOT_LIVE || (st >> 2) != old || !WJ_LOAD(c->conn_id)) {
+                atomic_store_explicit(&chunk[i], 0, memory_order_relaxed);
+                continue;
+            }
+            atomic_store_explicit(&c->state, (wj_fd_generation << 2) | WJ_SLOT_LIVE, memory_order_relaxed);
+            WJ_STORE(c->base_in, WJ_LOAD(c->bytes_in));
+            WJ_STORE(c->base_out, WJ_LOAD(c->bytes_out));
+            WJ_STORE(c->connecting, 0);
+            WJ_STORE(c->fork_epoch, atomic_load_explicit(&wj_forks, memory_order_relaxed));
+            atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
+            atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);
+        }
+    }
     atomic_store(&wj_connecting_count, 0);
 }
 
@@ -234,6 +277,7 @@ void wj_note_error(wj_conn *c, int err, int phase) {
 
 void wj_conn_connected(wj_conn *c, uint64_t now) {
     if (!atomic_exchange(&c->connecting, 0)) return;
+    atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
     atomic_fetch_sub(&wj_connecting_count, 1);
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&c->t_connected, &zero, now);
@@ -244,9 +288,8 @@ void wj_conn_connected(wj_conn *c, uint64_t now) {
 void wj_conn_connect_failed(wj_conn *c, int fd, int err) {
     if (!WJ_LOAD(c->connecting)) return;
     wj_note_error(c, err, WJ_ERR_CONNECT);
-    uint64_t ref = wj_fd_ref(fd);
     wj_event ev;
-    if (end_conn(c, ref ? (uint32_t)ref - 1 : 0, fd, wj_now_ns(), &ev)) {
+    if (end_conn(c, WJ_LOAD(c->slot), fd, wj_now_ns(), &ev)) {
         ev.err = err;
         ev.err_phase = WJ_ERR_CONNECT;
         wj_push(&ev);
@@ -308,7 +351,7 @@ void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const s
     wj_payload p;
     p.kind = WJ_EV_PAYLOAD;
     p.flags = (uint16_t)((dir == WJ_OUT ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0));
-    p.conn_slot = (uint32_t)wj_fd_ref(fd) - 1;
+    p.conn_slot = WJ_LOAD(c->slot);
     p.tid = wj_tid();
     p.conn_id = id;
     p.io_end = end;

@@ -29,7 +29,11 @@ typedef struct wj_conn {
     _Atomic uint32_t refs;       // fds referring to it
     _Atomic uint32_t connecting; // non-blocking connect not yet known to have completed
     _Atomic uint8_t role, transport, family, tls;  // tls: WJ_TLS_* once a TLS call named it
-    _Atomic uint8_t http;        // capture bytes for the HTTP parser
+    _Atomic uint8_t http;        // an HTTP-eligible connection (WJ_OPEN_HTTP)
+    _Atomic uint32_t watch;      // WJ_WATCH_*: what an I/O call must look at besides counting
+    _Atomic uint32_t slot;       // its own index in the pool
+    _Atomic uint32_t fork_epoch; // wj_forks when it opened: a fork since means a child may have it
+    _Atomic uint64_t base_in, base_out;  // a child's inherited connection: the offsets it took over
     _Atomic uint8_t err_phase;
     _Atomic uint16_t tls_version;
     _Atomic int32_t err;         // first error: failed connect, I/O error, TLS failure
@@ -50,11 +54,24 @@ typedef struct wj_conn {
 
 enum { WJ_SLOT_FREE = 0, WJ_SLOT_LIVE = 1 };
 
+// wj_conn.watch: one word the I/O hooks test, so that a plain counted call looks at nothing
+// else. The framing bits are framing.h's.
+enum {
+    WJ_WATCH_CONNECTING = 1,   // a non-blocking connect not yet seen complete
+    WJ_WATCH_DNS53 = 2,        // a UDP socket talking to port 53
+    WJ_WATCH_FRAME_RAW = 4,    // its raw bytes are framed (HTTP/1)
+    WJ_WATCH_FRAME_PLAIN = 8,  // its TLS plaintext is framed
+    WJ_WATCH_CLIENT = 16,      // the app is the client: its sends are announced first
+    WJ_WATCH_INHERITED = 32,   // a forked child's connection from its parent, not used yet here
+    WJ_WATCH_IO = WJ_WATCH_CONNECTING | WJ_WATCH_DNS53 | WJ_WATCH_FRAME_RAW | WJ_WATCH_INHERITED,
+};
+
 #define WJ_LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define WJ_STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 
-// An fd table entry: 0, or (generation << 32) | (slot + 1). The generation is bumped in a
-// forked child, which so forgets every connection it inherited.
+// An fd table entry: 0, or the address of the connection the fd refers to: one load from fd
+// to connection. A forked child empties its table (it forgets every connection it inherited),
+// and the pool's generation moves on, so that the inherited slots count as free.
 WJ_HIDDEN extern _Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
 WJ_HIDDEN extern _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
 WJ_HIDDEN extern uint64_t wj_fd_generation;
@@ -65,29 +82,28 @@ static inline wj_conn *wj_conn_at(uint32_t slot) {
     return chunk ? &chunk[slot & (WJ_CONN_CHUNK - 1)] : 0;
 }
 
+static inline uint64_t wj_ref_make(const wj_conn *c) { return (uint64_t)(uintptr_t)c; }
+static inline wj_conn *wj_ref_conn(uint64_t ref) { return (wj_conn *)(uintptr_t)ref; }
+static inline int wj_ref_current(uint64_t ref) { return ref != 0; }
+
 static inline uint64_t wj_fd_ref(int fd) {
     if (WJ_UNLIKELY((unsigned)fd >= WJ_FD_MAX)) return 0;
     _Atomic uint64_t *chunk = atomic_load_explicit(&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS], memory_order_acquire);
     if (WJ_LIKELY(chunk == 0)) return 0;
-    uint64_t ref = atomic_load_explicit(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], memory_order_acquire);
-    if (WJ_LIKELY(ref == 0) || (ref >> 32) != (uint32_t)wj_fd_generation) return 0;
-    return ref;
+    return atomic_load_explicit(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], memory_order_acquire);
 }
 
 // The connection fd refers to, 0 if none (the hot path's one check).
-static inline wj_conn *wj_fd_conn(int fd) {
-    uint64_t ref = wj_fd_ref(fd);
-    return ref ? wj_conn_at((uint32_t)ref - 1) : 0;
-}
+static inline wj_conn *wj_fd_conn(int fd) { return wj_ref_conn(wj_fd_ref(fd)); }
 static inline uint32_t wj_conn_slot_of(const wj_conn *c, int fd) {
-    (void)c;
-    return (uint32_t)wj_fd_ref(fd) - 1;
+    (void)fd;
+    return atomic_load_explicit(&((wj_conn *)c)->slot, memory_order_relaxed);
 }
 
 // New connection for fd (which must not refer to one: callers release it first). Returns it
 // with one reference, conn_id set; 0 when the tables are exhausted (counted).
 WJ_HIDDEN wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_open, uint32_t *slot);
-// fd now refers to the connection `ref` (an fd-table value) as well: dup and friends.
+// fd now refers to the connection `ref` (a current fd-table value) as well: dup and friends.
 WJ_HIDDEN void wj_fd_add_ref(int fd, uint64_t ref);
 // fd no longer refers to its connection (close, dup2 over it). If that was the last fd, the
 // connection ends: the close event is returned in *ev (1) to push after the real close.
@@ -100,8 +116,12 @@ WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *bu
                           uint64_t start, uint64_t n, uint64_t now);
 
 WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
-// In a forked child: every connection it inherited is forgotten (the generation moves on).
+// In a forked child: the connections it inherited stay (a CGI child answers on its parent's
+// socket), marked WJ_WATCH_INHERITED until its first use of them; the pool's generation moves
+// on. In the parent, after a fork: connections open now may be used by the child.
 WJ_HIDDEN void wj_conns_forked(void);
+WJ_HIDDEN void wj_conns_fork_parent(void);
+WJ_HIDDEN extern _Atomic uint32_t wj_forks;
 WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table
 WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
 WJ_HIDDEN void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);

@@ -4,6 +4,7 @@
 #include "conns.h"
 #include "context.h"
 #include "dns.h"
+#include "framing.h"
 #include "hooks.h"
 #include "lifecycle.h"
 #include "sockets.h"
@@ -11,45 +12,64 @@
 #include "tls.h"
 #include <errno.h>
 
-// Out of line: only tracked connections get here.
-static __attribute__((noinline)) void io_on_conn(wj_conn *c, int fd, int dir, uint64_t n, const void *buf,
-                                                 const struct iovec *iov, int iovcnt) {
-    uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->bytes_in : &c->bytes_out, n, memory_order_relaxed);
-    uint64_t now = wj_now_ns();
-    if (wj_tls_inside) wj_tls_fd = fd;
+// What a counted call must do besides counting (first bytes, a pending connect, DNS datagrams,
+// HTTP framing), out of line: a plain counted call never gets here.
+static __attribute__((noinline)) void io_watch(wj_conn *c, int fd, int dir, uint64_t start, uint64_t n, uint64_t now,
+                                               const void *buf, const struct iovec *iov, int iovcnt) {
+    if (WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) wj_inherited_first_use(c, fd);
     if (start == 0) {
         _Atomic uint64_t *first = dir == WJ_IN ? &c->t_first_in : &c->t_first_out;
         if (!WJ_LOAD(*first)) WJ_STORE(*first, now);
         if (WJ_UNLIKELY(WJ_LOAD(c->role) == WJ_ROLE_UNKNOWN)) wj_udp_first_io(c, fd, dir, now);
     }
-    WJ_STORE(c->t_last_io, now);
+    uint32_t w = WJ_LOAD(c->watch);
     // Data moved: a pending non-blocking connect has completed by now at the latest.
-    if (WJ_UNLIKELY(WJ_LOAD(c->connecting))) wj_conn_connected(c, now);
-    if (WJ_UNLIKELY(WJ_LOAD(c->dns53))) wj_dns_datagram(c, dir, buf, iov, iovcnt, n);
-    // Bytes for the HTTP parser, if it wants any of these (a non-HTTP stream costs one load).
-    if (WJ_LOAD(c->http) && !WJ_LOAD(c->tls)) {
-        uint64_t want = wj_want(c, dir, 0);
-        if (want != UINT64_MAX && start + n > want) wj_capture(c, fd, dir, 0, buf, iov, iovcnt, start, n, now);
-    }
+    if (w & WJ_WATCH_CONNECTING) wj_conn_connected(c, now);
+    if (w & WJ_WATCH_DNS53) wj_dns_datagram(c, dir, buf, iov, iovcnt, n);
+    // HTTP framed right here, on the app's bytes.
+    if ((w & WJ_WATCH_FRAME_RAW) && !WJ_LOAD(c->tls)) wj_framing_feed(c, WJ_STREAM_RAW, dir, buf, iov, iovcnt, start, n, now);
 }
 
-static __attribute__((noinline)) void io_failed(int fd, int err) {
-    wj_conn *c = wj_fd_conn(fd);
-    if (!c || wj_is_retry(err) || err == EBADF || err == EFAULT || err == EINVAL) return;
+// Counting a call that moved n bytes on connection c: one atomic add, one clock read, one
+// store, one test of the watch word.
+static inline void io_count(wj_conn *c, int fd, int dir, uint64_t n, const void *buf, const struct iovec *iov, int iovcnt) {
+    uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->bytes_in : &c->bytes_out, n, memory_order_relaxed);
+    uint64_t now = wj_now_ns();
+    WJ_STORE(c->t_last_io, now);
+    if (WJ_UNLIKELY(wj_tls_inside)) wj_tls_fd = fd;
+    if (WJ_UNLIKELY(start == 0 || (WJ_LOAD(c->watch) & WJ_WATCH_IO))) io_watch(c, fd, dir, start, n, now, buf, iov, iovcnt);
+}
+
+// Before a client's send on a framed stream: the request it begins is announced (framing.h).
+static __attribute__((noinline)) void io_announce(wj_conn *c, const void *buf, size_t len, const struct iovec *iov,
+                                                  int iovcnt) {
+    if (WJ_LOAD(c->tls)) return;
+    wj_framing_announce(c, WJ_STREAM_RAW, buf, len, iov, iovcnt, WJ_LOAD(c->bytes_out));
+}
+
+static __attribute__((noinline)) void io_failed(wj_conn *c, uint64_t id, int fd, int err) {
+    if (WJ_LOAD(c->conn_id) != id || wj_is_retry(err) || err == EBADF || err == EFAULT || err == EINVAL) return;
     if (WJ_LOAD(c->connecting)) wj_conn_connect_failed(c, fd, err);  // e.g. ECONNREFUSED on first read
     else wj_note_error(c, err, WJ_ERR_IO);
 }
 
-static inline void count_io(int fd, int dir, uint64_t n, const void *buf, const struct iovec *iov, int iovcnt) {
+// Counting outside the generated hooks (recvmmsg, sendmmsg, splice): bytes not seen.
+static void count_unseen(int fd, int dir, uint64_t n) {
     wj_conn *c = wj_fd_conn(fd);
     if (WJ_LIKELY(c == 0)) return;
-    io_on_conn(c, fd, dir, n, buf, iov, iovcnt);
+    io_count(c, fd, dir, n, 0, 0, 0);
 }
 
-#define WJ_BUF(p) (p), 0, 0
-#define WJ_IOV(v, n) 0, (v), (n)
-#define WJ_MSG(m) 0, (m)->msg_iov, (int)(m)->msg_iovlen
-#define WJ_NOBUF 0, 0, 0
+// The bytes of a call: a buffer (and, for sends, its length), or an iovec array, or none.
+#define WJ_BUF(p) (p), 0, 0, 0
+#define WJ_SBUF(p, len) (p), (len), 0, 0
+#define WJ_IOV(v, n) 0, 0, (v), (n)
+#define WJ_MSG(m) 0, 0, (m)->msg_iov, (int)(m)->msg_iovlen
+#define WJ_NOBUF 0, 0, 0, 0
+#define WJ_BUF_ARGS(buf, len, iov, iovcnt) buf, iov, iovcnt
+#define WJ_ANNOUNCE_ARGS(buf, len, iov, iovcnt) buf, len, iov, iovcnt
+#define WJ_EXPAND(m, ...) m(__VA_ARGS__)
+#define WJ_UNPAREN_(...) __VA_ARGS__
 
 #define WJ_HOOK(ret, name, params, args)
 #define WJ_HOOK_VOID(name, params, args)
@@ -63,23 +83,57 @@ static void blocking_end(const char *call, int fd, uint64_t start, int failed) {
     errno = err;
 }
 
+// The I/O hooks' one test: recording, nothing special about this thread (context.h), no
+// lifecycle request pending (lifecycle.h wj_lc_poke); when it fails they take the full gate.
+static inline int wj_gate_clear(void) {
+    return atomic_load_explicit(&wj_run_state, memory_order_relaxed) == WJ_RUN_RECORDING && wj_self.flags == 0 &&
+           !(atomic_load_explicit(&wj_requests, memory_order_relaxed) & WJ_REQ_START);
+}
+
+// The exported hook is all fast path, every exit a tail call (so it saves no register): the
+// gate, the lifecycle's pending requests and the real function's pointer in one test, one fd
+// lookup; an fd that is not a tracked socket (a file, a pipe) then costs nothing more. A
+// tracked one goes on in io_tracked_NAME: the blocking-read timer, the announcement of a
+// client's request, the call, and the counting (nothing is counted if the fd was closed
+// meanwhile: its connection id changed). Anything unusual (not recording, inside wedjat's own
+// work or a signal handler, a lifecycle request, the real function not yet resolved) goes to
+// io_slow_NAME, which passes the full gate and does the same.
 #define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir, counted, bufs) \
-    WJ_EXPORT ret name params {                                         \
-        int g_ = wj_gate();                                             \
-        if (WJ_UNLIKELY(g_ != WJ_GATE_RUN) && (g_ != WJ_GATE_INIT || wj_lc_init() != WJ_GATE_RUN)) \
-            return WJ_REAL(name) args;                                  \
-        wj_lc_poke(1);                                                  \
-        uint64_t t_block_ = wj_blocking_begin(fdexpr, dir);             \
-        ret r = WJ_REAL(name) args;                                     \
+    static __attribute__((noinline)) ret io_tracked_##name(wj_conn *c_, WJ_UNPAREN_ params) { \
+        uint64_t id_ = WJ_LOAD(c_->conn_id), t_block_ = 0;              \
+        if (dir == WJ_IN) {                                             \
+            if (WJ_UNLIKELY(wj_stall_ns)) t_block_ = wj_blocking_begin_conn(c_); \
+        } else if (WJ_UNLIKELY((WJ_LOAD(c_->watch) & (WJ_WATCH_CLIENT | WJ_WATCH_FRAME_RAW)) == \
+                               (WJ_WATCH_CLIENT | WJ_WATCH_FRAME_RAW))) { \
+            WJ_EXPAND(io_announce, c_, WJ_EXPAND(WJ_ANNOUNCE_ARGS, bufs)); \
+        }                                                               \
+        ret r = wj_real.name args;                                      \
         if (WJ_UNLIKELY(t_block_)) blocking_end(#name, fdexpr, t_block_, r < 0); \
-        if (r > 0) {                                                    \
-            if (counted) count_io(fdexpr, dir, (uint64_t)r, bufs);      \
-        } else if (WJ_UNLIKELY(r < 0)) {                                \
+        if (WJ_LIKELY(r > 0)) {                                         \
+            if (WJ_LIKELY(WJ_LOAD(c_->conn_id) == id_) && (counted))    \
+                WJ_EXPAND(io_count, c_, fdexpr, dir, (uint64_t)r, WJ_EXPAND(WJ_BUF_ARGS, bufs)); \
+        } else if (r < 0) {                                             \
             int err_ = errno;                                           \
-            io_failed(fdexpr, err_);                                    \
+            io_failed(c_, id_, fdexpr, err_);                           \
             errno = err_;                                               \
         }                                                               \
         return r;                                                       \
+    }                                                                   \
+    static __attribute__((noinline)) ret io_slow_##name params {        \
+        int g_ = wj_gate();                                             \
+        if (g_ != WJ_GATE_RUN && (g_ != WJ_GATE_INIT || wj_lc_init() != WJ_GATE_RUN)) \
+            return WJ_REAL(name) args;                                  \
+        wj_lc_poke(1);                                                  \
+        (void)WJ_REAL(name);                                            \
+        wj_conn *c_ = wj_fd_conn(fdexpr);                               \
+        if (!c_) return WJ_REAL(name) args;                             \
+        return io_tracked_##name(c_, WJ_UNPAREN_ args);                 \
+    }                                                                   \
+    WJ_EXPORT ret name params {                                         \
+        if (WJ_UNLIKELY(!wj_gate_clear() || !wj_real.name)) return io_slow_##name args; \
+        wj_conn *c_ = wj_fd_conn(fdexpr);                               \
+        if (WJ_LIKELY(!c_)) return wj_real.name args;                   \
+        return io_tracked_##name(c_, WJ_UNPAREN_ args);                 \
     }
 #include "hooks.def"
 #undef WJ_HOOK
@@ -91,7 +145,7 @@ static void blocking_end(const char *call, int fd, uint64_t start, int failed) {
 int wj_hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, struct timespec *timeout) {
     int r = WJ_REAL(recvmmsg)(fd, vec, n, flags, timeout);
     if (!(flags & MSG_PEEK))
-        for (int i = 0; i < r; i++) count_io(fd, WJ_IN, vec[i].msg_len, WJ_NOBUF);
+        for (int i = 0; i < r; i++) count_unseen(fd, WJ_IN, vec[i].msg_len);
     return r;
 }
 
@@ -99,15 +153,15 @@ int wj_hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, str
 ssize_t wj_hook_splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len, unsigned int flags) {
     ssize_t r = WJ_REAL(splice)(fd_in, off_in, fd_out, off_out, len, flags);
     if (r > 0) {
-        count_io(fd_in, WJ_IN, (uint64_t)r, WJ_NOBUF);
-        count_io(fd_out, WJ_OUT, (uint64_t)r, WJ_NOBUF);
+        count_unseen(fd_in, WJ_IN, (uint64_t)r);
+        count_unseen(fd_out, WJ_OUT, (uint64_t)r);
     }
     return r;
 }
 
 int wj_hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags) {
     int r = WJ_REAL(sendmmsg)(fd, vec, n, flags);
-    for (int i = 0; i < r; i++) count_io(fd, WJ_OUT, vec[i].msg_len, WJ_NOBUF);
+    for (int i = 0; i < r; i++) count_unseen(fd, WJ_OUT, vec[i].msg_len);
     return r;
 }
 

@@ -87,6 +87,7 @@ static void atfork_prepare(void) {
 
 static void atfork_parent(void) {
     if (wj_run_state != WJ_RUN_RECORDING) return;
+    wj_conns_fork_parent();
     wj_agent_fork_parent();
 }
 

@@ -149,6 +149,8 @@ int wj_hook_connect(int fd, const struct sockaddr *addr, socklen_t len) {
             wj_to_addr(&ev.peer, ev.path, addr, len);
             wj_sock_name(fd, &ev.local, 0, 0);
             WJ_STORE(known->dns53, (uint8_t)(ev.peer.port == 53));
+            if (ev.peer.port == 53) atomic_fetch_or(&known->watch, (uint32_t)WJ_WATCH_DNS53);
+            else atomic_fetch_and(&known->watch, ~(uint32_t)WJ_WATCH_DNS53);
             ev.conn_id = WJ_LOAD(known->conn_id);
             ev.conn_slot = wj_conn_slot_of(known, fd);
             if (ev.conn_id) wj_push(&ev);
@@ -168,6 +170,7 @@ int wj_hook_connect(int fd, const struct sockaddr *addr, socklen_t len) {
             if (c && r != 0) {
                 atomic_fetch_add(&wj_connecting_count, 1);
                 WJ_STORE(c->connecting, 1);
+                atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_CONNECTING);
             } else if (c) {
                 WJ_STORE(c->t_connected, t_end);
             }
@@ -307,10 +310,33 @@ void wj_udp_first_io(wj_conn *c, int fd, int dir, uint64_t now) {
     wj_open_event(&ev, fd, role, WJ_TRANSPORT_UDP, WJ_LOAD(c->t_open), now);
     wj_sock_name(fd, &ev.local, 0, 0);
     wj_sock_name(fd, &ev.peer, 0, 1);
-    if (ev.peer.port == 53) WJ_STORE(c->dns53, 1);
+    if (ev.peer.port == 53) {
+        WJ_STORE(c->dns53, 1);
+        atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_DNS53);
+    }
     ev.conn_id = WJ_LOAD(c->conn_id);
-    ev.conn_slot = (uint32_t)wj_fd_ref(fd) - 1;
+    ev.conn_slot = WJ_LOAD(c->slot);
     if (ev.conn_id) wj_push(&ev);
     errno = err;
 }
 
+
+void wj_inherited_first_use(wj_conn *c, int fd) {
+    if (!(atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_INHERITED) & WJ_WATCH_INHERITED)) return;
+    int err = errno;
+    wj_event ev;
+    wj_open_event(&ev, fd, WJ_LOAD(c->role), WJ_LOAD(c->transport), WJ_LOAD(c->t_open), wj_now_ns());
+    if (!WJ_LOAD(c->http)) ev.flags &= ~(uint32_t)WJ_OPEN_HTTP;
+    ev.flags |= WJ_OPEN_INHERITED;
+    wj_sock_name(fd, &ev.local, ev.path, 0);
+    wj_sock_name(fd, &ev.peer, ev.local.family == AF_UNIX && ev.path[0] ? 0 : ev.path, 1);
+    ev.conn_id = WJ_LOAD(c->conn_id);
+    ev.conn_slot = WJ_LOAD(c->slot);
+    ev.bytes_in = WJ_LOAD(c->base_in);
+    ev.bytes_out = WJ_LOAD(c->base_out);
+    if (ev.conn_id) {
+        wj_push(&ev);
+        wj_lc_want_agent();
+    }
+    errno = err;
+}

@@ -14,5 +14,8 @@ WJ_HIDDEN void wj_socket_made(int fd, int domain, int type, int protocol);
 // After accept()/accept4() returned r: a new server connection. Returns r, errno kept.
 WJ_HIDDEN int wj_accepted(int r);
 // A UDP socket's first datagram tells its role.
+// A forked child's first use of a connection it inherited: its open event (the parent's
+// conn_id, the offsets it took over), so that its log goes on where the parent's left it.
+WJ_HIDDEN void wj_inherited_first_use(wj_conn *c, int fd);
 WJ_HIDDEN void wj_udp_first_io(wj_conn *c, int fd, int dir, uint64_t now);
 #endif

@@ -26,10 +26,8 @@ WJ_HIDDEN void wj_stalls_loops_json(wj_json *j, uint64_t now);   // the loops of
 WJ_HIDDEN extern const wj_component wj_stalls_component;
 
 // Blocking reads on client sockets are timed for blocked stalls: the start time, or 0.
-static inline uint64_t wj_blocking_begin(int fd, int dir) {
-    if (dir != WJ_IN || WJ_LIKELY(!wj_stall_ns)) return 0;
-    wj_conn *c = wj_fd_conn(fd);
-    if (!c || WJ_LOAD(c->role) != WJ_ROLE_CLIENT || WJ_LOAD(c->nonblock)) return 0;
+static inline uint64_t wj_blocking_begin_conn(wj_conn *c) {
+    if (WJ_LIKELY(!wj_stall_ns) || WJ_LOAD(c->role) != WJ_ROLE_CLIENT || WJ_LOAD(c->nonblock)) return 0;
     wj_stalls_want_unwinder();
     return wj_now_ns();
 }

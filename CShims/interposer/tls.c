@@ -5,7 +5,9 @@
 // remembered in a small table.
 #include "tls.h"
 #include "conns.h"
+#include "framing.h"
 #include "hooks.h"
+#include "sockets.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
@@ -105,11 +107,17 @@ typedef struct {
     uint64_t t;
 } tls_call;
 
+// TLS from now on: the raw bytes are records, the plaintext is framed.
+static void tls_begins(wj_conn *c, int lib) {
+    uint8_t none = 0;
+    if (atomic_compare_exchange_strong(&c->tls, &none, (uint8_t)lib) && WJ_LOAD(c->http)) wj_framing_tls(c);
+}
+
 static void call_begin(tls_call *call, const void *session, int lib_fd, int lib) {
     call->fd = session_fd_of(session, lib_fd);
     call->c = call->fd >= 0 ? wj_fd_conn(call->fd) : 0;
     call->t = wj_now_ns();
-    if (call->c && !WJ_LOAD(call->c->tls)) WJ_STORE(call->c->tls, (uint8_t)lib);
+    if (call->c && !WJ_LOAD(call->c->tls)) tls_begins(call->c, lib);
     wj_tls_inside = 1;
     wj_tls_fd = -1;
 }
@@ -122,7 +130,7 @@ static wj_conn *call_end(tls_call *call, const void *session, int lib) {
         call->c = wj_fd_conn(call->fd);
         if (call->c) {
             session_remember(session, call->fd);
-            if (!WJ_LOAD(call->c->tls)) WJ_STORE(call->c->tls, (uint8_t)lib);
+            if (!WJ_LOAD(call->c->tls)) tls_begins(call->c, lib);
         }
     } else if (call->c && session_lookup(session) < 0 && call->fd >= 0) {
         session_remember(session, call->fd);
@@ -147,8 +155,15 @@ static void handshake_done(wj_conn *c, uint16_t version, const unsigned char *al
 }
 
 static void plaintext(wj_conn *c, int fd, int dir, const void *buf, uint64_t n) {
+    if (WJ_UNLIKELY(WJ_LOAD(c->watch) & WJ_WATCH_INHERITED)) wj_inherited_first_use(c, fd);
     uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->plain_in : &c->plain_out, n, memory_order_relaxed);
-    if (WJ_LOAD(c->http)) wj_capture(c, fd, dir, 1, buf, 0, 0, start, n, wj_now_ns());
+    if (WJ_LOAD(c->watch) & WJ_WATCH_FRAME_PLAIN) wj_framing_feed(c, WJ_STREAM_PLAIN, dir, buf, 0, 0, start, n, wj_now_ns());
+}
+
+// Before a client's write of plaintext: the request it begins is announced (framing.h).
+static void plaintext_announce(wj_conn *c, const void *buf, size_t n) {
+    if ((WJ_LOAD(c->watch) & (WJ_WATCH_FRAME_PLAIN | WJ_WATCH_CLIENT)) == (WJ_WATCH_FRAME_PLAIN | WJ_WATCH_CLIENT))
+        wj_framing_announce(c, WJ_STREAM_PLAIN, buf, n, 0, 0, WJ_LOAD(c->plain_out));
 }
 
 // ---------------------------------------------------------------- OpenSSL
@@ -195,16 +210,17 @@ OSSL_HANDSHAKE(SSL_do_handshake)
 int wj_hook_SSL_set_fd(void *ssl, int fd) {
     int r = WJ_REAL(SSL_set_fd)(ssl, fd);
     wj_conn *c = r == 1 ? wj_fd_conn(fd) : 0;
-    if (c && !WJ_LOAD(c->tls)) WJ_STORE(c->tls, WJ_TLS_OPENSSL);  // raw bytes are TLS from now on
+    if (c && !WJ_LOAD(c->tls)) tls_begins(c, WJ_TLS_OPENSSL);  // raw bytes are TLS from now on
     return r;
 }
 
 // One macro for the four data calls: `got` is the byte count when the call succeeded.
-#define OSSL_DATA(name, params, args, dir, buf, got_expr)             \
+#define OSSL_DATA(name, params, args, dir, buf, want, got_expr)       \
     int wj_hook_##name params {                                       \
         openssl_resolve((void *)WJ_REAL(name));                       \
         tls_call call;                                                \
         call_begin(&call, ssl, ossl_fd(ssl), WJ_TLS_OPENSSL);         \
+        if (dir == WJ_OUT && call.c) plaintext_announce(call.c, buf, (size_t)(want)); \
         int r = WJ_REAL(name) args;                                   \
         int err = errno;                                              \
         wj_conn *c = call_end(&call, ssl, WJ_TLS_OPENSSL);            \
@@ -216,11 +232,12 @@ int wj_hook_SSL_set_fd(void *ssl, int fd) {
         errno = err;                                                  \
         return r;                                                     \
     }
-OSSL_DATA(SSL_read, (void *ssl, void *buf, int num), (ssl, buf, num), WJ_IN, buf, r > 0 ? (uint64_t)r : 0)
-OSSL_DATA(SSL_write, (void *ssl, const void *buf, int num), (ssl, buf, num), WJ_OUT, buf, r > 0 ? (uint64_t)r : 0)
-OSSL_DATA(SSL_read_ex, (void *ssl, void *buf, size_t num, size_t *got), (ssl, buf, num, got), WJ_IN, buf,
+OSSL_DATA(SSL_read, (void *ssl, void *buf, int num), (ssl, buf, num), WJ_IN, buf, 0, r > 0 ? (uint64_t)r : 0)
+OSSL_DATA(SSL_write, (void *ssl, const void *buf, int num), (ssl, buf, num), WJ_OUT, buf, num > 0 ? num : 0,
+          r > 0 ? (uint64_t)r : 0)
+OSSL_DATA(SSL_read_ex, (void *ssl, void *buf, size_t num, size_t *got), (ssl, buf, num, got), WJ_IN, buf, 0,
           r == 1 && got ? (uint64_t)*got : 0)
-OSSL_DATA(SSL_write_ex, (void *ssl, const void *buf, size_t num, size_t *done), (ssl, buf, num, done), WJ_OUT, buf,
+OSSL_DATA(SSL_write_ex, (void *ssl, const void *buf, size_t num, size_t *done), (ssl, buf, num, done), WJ_OUT, buf, num,
           r == 1 && done ? (uint64_t)*done : 0)
 
 // ---------------------------------------------------------------- GnuTLS
@@ -258,6 +275,7 @@ int wj_hook_gnutls_handshake(void *session) {
         gnutls_resolve((void *)WJ_REAL(name));                        \
         tls_call call;                                                \
         call_begin(&call, session, gtls_fd(session), WJ_TLS_GNUTLS);  \
+        if (dir == WJ_OUT && call.c) plaintext_announce(call.c, buf, n); \
         ssize_t r = WJ_REAL(name) args;                               \
         int err = errno;                                              \
         wj_conn *c = call_end(&call, session, WJ_TLS_GNUTLS);         \

@@ -97,16 +97,14 @@ static _Atomic uint64_t watches[WJ_WATCHES];  // (fd << 32) | (slot + 1), 0 = em
 
 static int watch_valid(uint64_t w, wj_conn **out) {
     int fd = (int)(w >> 32);
-    uint64_t ref = wj_fd_ref(fd);
-    if (!ref || (uint32_t)ref != (uint32_t)w) return 0;
-    wj_conn *c = wj_conn_at((uint32_t)w - 1);
-    if (!c || !WJ_LOAD(c->connecting)) return 0;
+    wj_conn *c = wj_fd_conn(fd);
+    if (!c || WJ_LOAD(c->slot) + 1 != (uint32_t)w || !WJ_LOAD(c->connecting)) return 0;
     *out = c;
     return 1;
 }
 
-static void watch(int fd, uint64_t ref) {
-    uint64_t w = ((uint64_t)(uint32_t)fd << 32) | (uint32_t)ref;
+static void watch(int fd, wj_conn *conn) {
+    uint64_t w = ((uint64_t)(uint32_t)fd << 32) | (WJ_LOAD(conn->slot) + 1);
     for (int i = 0; i < WJ_WATCHES; i++) {
         uint64_t cur = atomic_load(&watches[i]);
         wj_conn *c;
@@ -119,12 +117,11 @@ static void watch(int fd, uint64_t ref) {
 int wj_hook_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
     int r = WJ_REAL(epoll_ctl)(epfd, op, fd, ev);
     if (WJ_LIKELY(r != 0 || !pending_connects()) || (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD) || !ev) return r;
-    uint64_t ref = wj_fd_ref(fd);
-    wj_conn *c = ref ? wj_conn_at((uint32_t)ref - 1) : 0;
+    wj_conn *c = wj_fd_conn(fd);
     if (c && WJ_LOAD(c->connecting) && (ev->events & EPOLLOUT)) {
         WJ_STORE(c->epfd, epfd);
         WJ_STORE(c->epdata, ev->data.u64);
-        watch(fd, ref);
+        watch(fd, c);
     }
     return r;
 }

@@ -63,7 +63,11 @@ private func current() -> Aggregator {
                                  redaction: HTTPRedaction(query: redact & Int32(WJ_REDACT_QUERY) != 0,
                                                           userinfo: redact & Int32(WJ_REDACT_USERINFO) != 0,
                                                           fragment: redact & Int32(WJ_REDACT_FRAGMENT) != 0),
-                                 httpRecordsPerSecond: Int(proc.pointee.config.http_records))
+                                 httpRecordsPerSecond: Int(proc.pointee.config.http_records),
+                                 parentLog: withUnsafeBytes(of: proc.pointee.parent_log) { raw -> String? in
+                                     let s = String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                                     return s.isEmpty ? nil : s
+                                 })
     let agg = Aggregator(
         context: context,
         errnoName: { api!.pointee.errno_name($0).map { String(cString: $0) } ?? "EUNKNOWN" },

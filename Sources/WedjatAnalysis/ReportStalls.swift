@@ -236,8 +236,12 @@ final class StallStacks {
         if let known = maps[key] {
             map = known
         } else {
-            if let gen = key.gen, let record = analysis.logs[k.log].modules[gen] {
-                map = ModuleMap(record.modules)
+            let log = analysis.logs[k.log]
+            if let gen = key.gen, let record = log.modules[gen] {
+                // JIT and interpreter frames (in no module) are looked up in the process's perf map.
+                let process = PerfMapProcess(pid: log.pid, startTs: log.kernelStartTs, endTs: log.end?.ts,
+                                             directories: [log.path.lastIndex(of: "/").map { String(log.path[..<$0]) } ?? "."])
+                map = ModuleMap(record.modules, process: process)
             } else {
                 map = ModuleMap([])
                 missing.append(key)
@@ -257,6 +261,9 @@ final class StallStacks {
 
     var warnings: [Report.SymbolWarning] {
         var out = symbolizer.problems.map { p -> Report.SymbolWarning in
+            if p.perfMap {
+                return Report.SymbolWarning(module: p.path, buildId: nil, message: p.reason, text: "\(p.path): \(p.reason)")
+            }
             let name = p.path.split(separator: "/").last.map(String.init) ?? p.path
             return Report.SymbolWarning(module: p.path, buildId: p.buildId.isEmpty ? nil : p.buildId, message: p.reason,
                                         text: "\(p.path): \(p.reason); its frames are shown as \(name)+0xoffset")

@@ -11,9 +11,12 @@ public struct ProcessContext {
     public var maxConnections: Int
     public var redaction: HTTPRedaction
     public var httpRecordsPerSecond: Int
+    /// The parent's log, in a forked child (its inherited connections name it).
+    public var parentLog: String?
     public init(pid: Int, initMonoNs: UInt64, initRealNs: UInt64, maxConnections: Int,
-                redaction: HTTPRedaction = HTTPRedaction(), httpRecordsPerSecond: Int = 200) {
+                redaction: HTTPRedaction = HTTPRedaction(), httpRecordsPerSecond: Int = 200, parentLog: String? = nil) {
         self.httpRecordsPerSecond = httpRecordsPerSecond
+        self.parentLog = parentLog
         self.pid = pid
         self.initMonoNs = initMonoNs
         self.initRealNs = initRealNs
@@ -28,22 +31,28 @@ public struct ProcessContext {
 }
 
 // One open connection: its open event, the name its peer was resolved from, and the HTTP
-// parsers of its byte streams (raw, and TLS plaintext when the app used a TLS library).
+// exchanges of its byte streams (raw, and TLS plaintext when the app used a TLS library), from
+// what the C framer handed over.
 final class OpenConnection {
     var event: wj_event
     let host: ResolvedNames.Match?
-    var raw: HTTP1Stream?
-    var plain: HTTP1Stream?
-    // conn_want offsets already told, by stream (WJ_PAYLOAD_OUT | WJ_PAYLOAD_PLAIN bits: 0...3)
-    var published: [UInt64?] = [nil, nil, nil, nil]
+    var raw: HTTP1Framed?
+    var plain: HTTP1Framed?
     var requests = 0
-    var payloads = 0                        // capture slots seen
+    var messages = 0                        // framer events seen
+    // A forked child's connection from its parent: the offsets it took over.
+    var inherited = false
+    var baseIn: UInt64 = 0, baseOut: UInt64 = 0
     // The summary the last exchange went to (a connection's exchanges mostly share one):
     // found again by comparing its key, without hashing it. Valid while summaryEpoch matches.
     var summaryKey: HTTPSummaryKey?
     var summaryIndex = 0
     var summaryEpoch = -1
-    var stateBeforeFinish: HTTP1State?
+    // The raw key of the last counted-only exchange (method, host bytes as the framer gave
+    // them): the next one compares these, and builds Strings only when they differ.
+    var summaryMethod: [UInt8] = []
+    var summaryHost: [UInt8]? = nil
+    var summaryRaw: (minor: UInt8, status: Int?, error: String?, tls: Bool) = (0, nil, nil, false)
     init(event: wj_event, host: ResolvedNames.Match?) {
         self.event = event
         self.host = host
@@ -60,15 +69,32 @@ public final class Aggregator {
     // Tells the capturer which bytes the parser of (slot, conn_id, stream) needs from now on.
     private let want: (UInt32, UInt64, Int32, UInt64) -> Void
     private var open: [UInt64: OpenConnection] = [:]
-    private var line = JSONLine(capacity: 512)
-    private var pending: [UInt8] = []
-    private var pendingLines: [String: Int] = [:]
+    // Records are written straight into the batch that goes to the sink.
+    private let line = JSONLine(capacity: Aggregator.flushThreshold + 8192)
+    private var pendingLines = [Int](repeating: 0, count: RecordType.allCases.count)
+    private var writtenLines = [Int](repeating: 0, count: RecordType.allCases.count)
     private var resolved = ResolvedNames()
-    public private(set) var written: [String: Int] = [:]
+    /// Records written, by type.
+    public var written: [String: Int] {
+        var d: [String: Int] = [:]
+        for t in RecordType.allCases where writtenLines[t.rawValue] > 0 { d[t.name] = writtenLines[t.rawValue] }
+        return d
+    }
+    enum RecordType: Int, CaseIterable {
+        case connection, http, httpSummary, dns
+        var name: String { ["connection", "http", "http_summary", "dns"][rawValue] }
+        var quotedName: StaticString {
+            switch self {
+            case .connection: return "\"connection\""
+            case .http: return "\"http\""
+            case .httpSummary: return "\"http_summary\""
+            case .dns: return "\"dns\""
+            }
+        }
+    }
     public private(set) var droppedRecords: UInt64 = 0
     public private(set) var untrackedConnections: UInt64 = 0
     public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
-    private var budget: RecordBudget
     private var early: [UInt64: [wj_payload]] = [:]
     public private(set) var earlyStashed = 0
     private var summaryIndex: [HTTPSummaryKey: Int] = [:]   // into summaryEntries
@@ -91,8 +117,6 @@ public final class Aggregator {
         self.errnoName = errnoName
         self.want = want
         self.sink = sink
-        budget = RecordBudget(perSecond: context.httpRecordsPerSecond, burst: context.httpRecordsPerSecond * 10)
-        pending.reserveCapacity(Aggregator.flushThreshold + 4096)
     }
 
     public var openConnectionCount: Int { open.count }
@@ -113,7 +137,13 @@ public final class Aggregator {
                 connection(open: ev, host: host, close: nil, closeMono: ev.t_end, tid: ev.tid, error: ev.err, atExit: false,
                            requests: 0)
             } else if open.count < context.maxConnections {
-                open[ev.conn_id] = OpenConnection(event: ev, host: host)
+                let conn = OpenConnection(event: ev, host: host)
+                if (ev.flags & UInt32(WJ_OPEN_INHERITED)) != 0 {
+                    conn.inherited = true
+                    conn.baseIn = ev.bytes_in
+                    conn.baseOut = ev.bytes_out
+                }
+                open[ev.conn_id] = conn
                 if let waiting = early.removeValue(forKey: ev.conn_id) {
                     for var p in waiting { withUnsafePointer(to: &p) { handlePayload($0) } }
                 }
@@ -142,7 +172,7 @@ public final class Aggregator {
         }
     }
 
-    // Bytes of a connection, for its HTTP parser.
+    // What the HTTP framer handed over for a connection (payload ring).
     public func handlePayload(_ p: UnsafePointer<wj_payload>) {
         // The bytes of one call mostly follow those of the call before on the same connection.
         var found = lastConn
@@ -157,62 +187,37 @@ public final class Aggregator {
         }
         guard (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
         let plain = (p.pointee.flags & UInt16(WJ_PAYLOAD_PLAIN)) != 0
-        let stream: HTTP1Stream
-        if let s = plain ? conn.plain : conn.raw {
-            stream = s
+        let framed: HTTP1Framed
+        if let f = plain ? conn.plain : conn.raw {
+            framed = f
         } else {
-            let role: HTTPRole = conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client
-            stream = HTTP1Stream(role: role, redaction: context.redaction)
-            // Past the record budget an exchange is only counted (http_summary): decided at
-            // its start, so that its path and header strings are never built.
-            // (The aggregator owns its connections and their streams: unowned(unsafe) saves an
-            // atomic check per request.)
-            stream.wantsDetail = { [unowned(unsafe) self] mono in self.budget.take(mono: mono) }
-            if plain { conn.plain = stream } else { conn.raw = stream }
+            framed = HTTP1Framed(role: conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client,
+                                 redaction: context.redaction, inherited: conn.inherited)
+            if plain { conn.plain = framed } else { conn.raw = framed }
         }
         lastConn = conn
-        conn.payloads += 1
-        let dir: HTTPDirection = (p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in
-        // The bytes in place (not a copy of the whole slot's data array): only `len` of them
-        // were copied out of the ring.
-        let len = Int(min(p.pointee.len, UInt32(Aggregator.payloadCapacity)))
-        let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(p) + Aggregator.payloadDataOffset, count: len)
-        stream.feed(dir, offset: p.pointee.offset, bytes: bytes, ioEnd: p.pointee.io_end, mono: p.pointee.t)
-        publishWants(conn, stream: stream, plain: plain)
-        stream.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
-    }
-
-    // Called for every captured slot: no allocation, no hashing.
-    private func publishWants(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool) {
-        publishWant(conn, stream: stream, plain: plain, dir: .out)
-        publishWant(conn, stream: stream, plain: plain, dir: .in)
-    }
-
-    private func publishWant(_ conn: OpenConnection, stream: HTTP1Stream, plain: Bool, dir: HTTPDirection) {
-        let which = Int32(dir == .out ? WJ_PAYLOAD_OUT : 0) | Int32(plain ? WJ_PAYLOAD_PLAIN : 0)
-        let offset = stream.wantFrom(dir)
-        if conn.published[Int(which)] != offset {
-            conn.published[Int(which)] = offset
-            want(conn.event.conn_slot, conn.event.conn_id, which, offset)
+        let data = UnsafeRawPointer(p) + Aggregator.payloadDataOffset
+        switch Int32(p.pointee.kind) {
+        case Int32(WJ_EV_HTTP_MSG):
+            conn.messages += 1
+            framed.message(data.assumingMemoryBound(to: wj_h1_msg.self))
+        case Int32(WJ_EV_HTTP_HEAD):
+            let len = Int(min(p.pointee.len, UInt32(Aggregator.payloadCapacity)))
+            framed.head(isRequest: (p.pointee.flags & UInt16(WJ_PAYLOAD_REQUEST)) != 0, seq: UInt32(truncatingIfNeeded: p.pointee.io_end),
+                        bytes: UnsafeRawBufferPointer(start: data, count: len))
+        default:
+            return
         }
+        framed.drain(detailed: { http($0, conn: conn, tls: plain, tid: p.pointee.tid) },
+                     counted: { counted($0, conn: conn, tls: plain) })
     }
 
-    // The connection ended (`close`: its final counters, when known). Each parser first learns
-    // how far its streams went: a body whose last captured slot was dropped (a full ring)
-    // still ends, at the connection's last I/O.
+    // The connection ended. Its framers handed over everything before its close event (or, at
+    // the image's end, before this flush): what is left is its state, for http_none.
     private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
-        conn.stateBeforeFinish = (conn.plain ?? conn.raw)?.state
-        for (stream, tls) in [(conn.raw, false), (conn.plain, true)] {
-            guard let stream else { continue }
-            if let close {
-                let last = close.t_last_io != 0 ? close.t_last_io : mono
-                let (totalIn, totalOut) = tls ? (close.plain_in, close.plain_out) : (close.bytes_in, close.bytes_out)
-                for (dir, total) in [(HTTPDirection.out, totalOut), (.in, totalIn)] where total > 0 {
-                    stream.feed(dir, offset: total, bytes: UnsafeRawBufferPointer(start: nil, count: 0), ioEnd: total, mono: last)
-                }
-            }
-            stream.finish(mono: mono)
-            stream.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
+        for (framed, tls) in [(conn.raw, false), (conn.plain, true)] {
+            framed?.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
+                          counted: { counted($0, conn: conn, tls: tls) })
         }
     }
 
@@ -228,7 +233,7 @@ public final class Aggregator {
         if ev.error == 0 && forward && !name.isEmpty {
             for a in addrs { resolved.note(a, name: name, durationUs: durationUs, endMono: ev.t_end) }
         }
-        begin("dns", mono: ev.t_end, tid: ev.tid)
+        begin(.dns, mono: ev.t_end, tid: ev.tid)
         line.field("api", DNSNames.api(Int32(ev.api)))
         line.field("name", name.isEmpty ? nil : name)
         if ev.truncated != 0 { line.field("name_truncated", true) }
@@ -242,7 +247,7 @@ public final class Aggregator {
         for a in addrs { line.value(Addresses.format(a, withPort: false)) }
         line.endArray()
         line.field("error", ev.error == 0 ? nil : DNSNames.error(ev.error, api: Int32(ev.api)))
-        finishRecord("dns")
+        finishRecord(.dns)
     }
 
     // Writes what is pending. With `final`, every connection still open is reported first
@@ -275,7 +280,7 @@ public final class Aggregator {
         summaryEntries.removeAll(keepingCapacity: true)
         summaryEpoch += 1
         for (key, e) in sorted {
-            begin("http_summary", mono: mono, tid: tid)
+            begin(.httpSummary, mono: mono, tid: tid)
             line.field("role", key.role)
             line.field("scheme", key.scheme)
             line.field("method", key.method)
@@ -307,7 +312,7 @@ public final class Aggregator {
                 }
                 line.endObject()
             }
-            finishRecord("http_summary")
+            finishRecord(.httpSummary)
         }
     }
 
@@ -325,33 +330,29 @@ public final class Aggregator {
 
     // ------------------------------------------------------------------ records
 
-    private func begin(_ type: StaticString, mono: UInt64, tid: Int32) {
-        line.reset()
+    private func begin(_ type: RecordType, mono: UInt64, tid: Int32) {
         line.beginObject()
-        line.field("type", type.description)
+        line.field("type", raw: type.quotedName)
         line.field("ts", context.epochMicros(mono))
         line.field("pid", context.pid)
         line.field("tid", Int(tid))
     }
 
-    private func finishRecord(_ type: String) {
+    private func finishRecord(_ type: RecordType) {
         line.endObject()
         line.endLine()
-        pending.append(contentsOf: line.bytes)
-        pendingLines[type, default: 0] += 1
-        if pending.count >= Aggregator.flushThreshold { writePending() }
+        pendingLines[type.rawValue] += 1
+        if line.count >= Aggregator.flushThreshold { writePending() }
     }
 
     private func writePending() {
-        guard !pending.isEmpty else { return }
-        let ok = pending.withUnsafeBytes { sink($0) }
-        if ok {
-            written.merge(pendingLines, uniquingKeysWith: +)
-        } else {
-            droppedRecords += UInt64(pendingLines.values.reduce(0, +))
+        guard line.count > 0 else { return }
+        let ok = line.withBytes { sink($0) }
+        for t in pendingLines.indices {
+            if ok { writtenLines[t] += pendingLines[t] } else { droppedRecords += UInt64(pendingLines[t]) }
+            pendingLines[t] = 0
         }
-        pending.removeAll(keepingCapacity: true)
-        pendingLines.removeAll(keepingCapacity: true)
+        line.reset()
     }
 
     private func ts(_ mono: UInt64?) -> Int? { mono.map { context.epochMicros($0) } }
@@ -370,16 +371,18 @@ public final class Aggregator {
                 durationUs: ex.durationNs.map { $0 / 1000 }, ttfbUs: ex.ttfbNs.map { $0 / 1000 }, endMono: endMono)
             return
         }
-        begin("http", mono: endMono, tid: tid)
+        begin(.http, mono: endMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("role", ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client")
         line.field("scheme", tls ? "https" : "http")
-        line.field("method", ex.method)
+        // An inherited connection's response alone (its request was the parent's): no request fields.
+        let alone = ex.method.isEmpty
+        line.field("method", alone ? nil : ex.method)
         line.field("host", ex.host ?? conn.host?.name)
-        line.field("path", ex.path)
-        line.field("version", ex.version)
+        line.field("path", alone ? nil : ex.path)
+        line.field("version", alone ? nil : ex.version)
         line.field("status", ex.status)
-        if let v = ex.responseVersion, v != ex.version { line.field("response_version", v) }
+        if let v = ex.responseVersion, v != ex.version || alone { line.field("response_version", v) }
         if ex.interim > 0 { line.field("interim_responses", ex.interim) }
         line.field("peer", Addresses.format(ev.peer))
         line.field("request_index", ex.index)
@@ -402,7 +405,34 @@ public final class Aggregator {
         line.field("complete", ex.complete)
         if ex.upgraded { line.field("upgraded", true) }
         line.field("error", ex.error)
-        finishRecord("http")
+        finishRecord(.http)
+    }
+
+    // A counted-only exchange (past the record budget): into its http_summary, found again by
+    // comparing raw bytes with the connection's last one (no String, no hashing).
+    private func counted(_ c: CountedExchange, conn: OpenConnection, tls: Bool) {
+        conn.requests += 1
+        if c.error == "desync" { unparsedHTTP += 1 }
+        let status = c.status
+        let same = conn.summaryEpoch == summaryEpoch && conn.summaryKey != nil
+            && conn.summaryRaw.minor == c.requestMinor && conn.summaryRaw.status == status
+            && conn.summaryRaw.error == c.error && conn.summaryRaw.tls == tls
+            && c.withMethod({ conn.summaryMethod.elementsEqual($0) })
+            && (c.hasHost ? c.withHost({ h in conn.summaryHost.map { $0.elementsEqual(h) } ?? false }) : conn.summaryHost == nil)
+        let k: Int
+        if same {
+            k = conn.summaryIndex
+        } else {
+            var e = HTTP1Framed.exchange(counted: c)
+            e.detailed = false
+            k = summarySlot(e, conn: conn, tls: tls)
+            conn.summaryMethod = c.withMethod { Array($0) }
+            conn.summaryHost = c.hasHost ? c.withHost { Array($0) } : nil
+            conn.summaryRaw = (c.requestMinor, status, c.error, tls)
+        }
+        let endMono = c.responseEnd ?? c.requestEnd ?? c.requestStart
+        summaryEntries[k].add(failed: c.error != nil, requestBytes: c.requestBytes, responseBytes: c.responseBytes,
+                              durationUs: c.durationNs.map { $0 / 1000 }, ttfbUs: c.ttfbNs.map { $0 / 1000 }, endMono: endMono)
     }
 
     // The index in summaryEntries of the summary `ex` counts in, created if new.
@@ -477,7 +507,7 @@ public final class Aggregator {
            (close?.bytes_in ?? 0) == 0, (close?.bytes_out ?? 0) == 0 {
             return
         }
-        begin("connection", mono: closeMono, tid: tid)
+        begin(.connection, mono: closeMono, tid: tid)
         line.field("conn_id", ev.conn_id)
         line.field("fd", Int(ev.fd))
         line.field("transport", Aggregator.transportName(UInt8(transport)))
@@ -525,21 +555,29 @@ public final class Aggregator {
         line.field("first_byte_in_ts", phases.firstIn != 0 ? context.epochMicros(phases.firstIn) : nil)
         line.field("last_byte_ts", phases.lastIO != 0 ? context.epochMicros(phases.lastIO) : nil)
         line.field("shutdown_ts", phases.shutdown != 0 ? context.epochMicros(phases.shutdown) : nil)
-        line.field("bytes_in", close?.bytes_in ?? 0)
-        line.field("bytes_out", close?.bytes_out ?? 0)
+        // A connection inherited from the parent: this process's bytes, and where it came from.
+        let baseIn = httpConn?.baseIn ?? 0, baseOut = httpConn?.baseOut ?? 0
+        line.field("bytes_in", (close?.bytes_in ?? baseIn) &- baseIn)
+        line.field("bytes_out", (close?.bytes_out ?? baseOut) &- baseOut)
+        if httpConn?.inherited == true {
+            line.key("inherited_from")
+            line.beginObject()
+            line.field("log", context.parentLog)
+            line.field("conn_id", ev.conn_id)
+            line.endObject()
+        }
+        if let close, (close.flags & UInt32(WJ_CLOSE_FORKED)) != 0 { line.field("forked_while_open", true) }
         if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 {
             line.field("http_requests", requests)
-            if requests == 0, let conn = httpConn {
-                // Why there is none: no byte captured, not HTTP, or a gap in needed bytes.
-                let why: String
-                switch conn.stateBeforeFinish {
-                case nil: why = conn.payloads == 0 ? "no_bytes" : "no_parser"
-                case .notHTTP?: why = "not_http"
-                case .desynced?: why = "desync"
-                case .detecting?: why = "incomplete"
-                default: why = "none"
-                }
-                line.field("http_none", why)
+            let (reason, inBytes, outBytes) = undecoded(httpConn, close: close, requests: requests)
+            if requests == 0 { line.field("http_none", reason) }
+            if inBytes + outBytes > 0, let reason {
+                line.key("http_undecoded")
+                line.beginObject()
+                line.field("reason", reason)
+                line.field("bytes_in", inBytes)
+                line.field("bytes_out", outBytes)
+                line.endObject()
             }
         }
         if phases.hasTCPInfo {
@@ -560,7 +598,48 @@ public final class Aggregator {
         let phase = close?.err_phase ?? (error != 0 ? UInt8(WJ_ERR_CONNECT) : 0)
         line.field("error_phase", error == 0 ? nil : phase == UInt8(WJ_ERR_TLS) ? "tls" : phase == UInt8(WJ_ERR_IO) ? "io" : "connect")
         line.field("open_at_exit", atExit)
-        finishRecord("connection")
+        finishRecord(.connection)
+    }
+}
+
+extension Aggregator {
+    /// Why (part of) an HTTP-eligible connection was not decoded, and how many of its bytes in
+    /// each direction were not: the HTTP stream is the TLS plaintext when a TLS library was
+    /// hooked, else the raw bytes; decoding stopped where the framer's last STOP says.
+    func undecoded(_ conn: OpenConnection?, close: wj_event?, requests: Int) -> (String?, UInt64, UInt64) {
+        let tlsPlain = conn?.plain != nil
+        let totalIn = tlsPlain ? (close?.plain_in ?? 0) : (close?.bytes_in ?? 0)
+        let totalOut = tlsPlain ? (close?.plain_out ?? 0) : (close?.bytes_out ?? 0)
+        var alpn = ""
+        if var c = close { alpn = withUnsafeBytes(of: &c.alpn) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) } }
+        guard let conn, let f = conn.plain ?? conn.raw else {
+            if totalIn + totalOut == 0 { return ("no_bytes", 0, 0) }
+            return (alpn == "h2" ? "http2" : "no_parser", totalIn, totalOut)
+        }
+        let state = f.stateAtFinish ?? f.state
+        if totalIn + totalOut == 0 && requests == 0 && conn.messages <= 1 { return ("no_bytes", 0, 0) }
+        let reason: String
+        switch state {
+        case .notHTTP:
+            switch f.firstBytes {
+            case Int32(WJ_H1_WHY_TLS): reason = "tls_not_hooked"
+            case Int32(WJ_H1_WHY_HTTP2): reason = "http2"
+            default: reason = "not_http"
+            }
+        case .desynced: reason = f.stopError == "parse" ? "parse" : "desync"
+        case .tunnel: reason = "tunnel"
+        case .detecting: reason = "incomplete"
+        default: reason = requests == 0 ? "incomplete" : "none"
+        }
+        let why = alpn == "h2" && requests == 0 ? "http2" : reason
+        // Bytes past where decoding stopped (a stream that ran to its end has none).
+        guard let stopAt = f.stopOffsets, state != .http, state != .closed else {
+            return (why, 0, 0)
+        }
+        let client = f.role == .client
+        let outDone = client ? stopAt.request : stopAt.response
+        let inDone = client ? stopAt.response : stopAt.request
+        return (why, totalIn > inDone ? totalIn - inDone : 0, totalOut > outDone ? totalOut - outDone : 0)
     }
 }
 

@@ -5,7 +5,7 @@
 extension JSONLine {
     /// `stream_id`, `pushed` (only when true), `reset_by` (only after a RST_STREAM), `grpc`
     /// (only for gRPC streams with detail) of an HTTP/2 exchange; nothing for HTTP/1.
-    public mutating func http2Fields(_ ex: HTTPExchange) {
+    public func http2Fields(_ ex: HTTPExchange) {
         guard let h2 = ex.http2 else { return }
         field("stream_id", Int(h2.streamId))
         if h2.pushed { field("pushed", true) }
@@ -26,7 +26,7 @@ extension JSONLine {
     /// For a connection: `http_version: "HTTP/2"` once its preface was seen, and when the
     /// decoder stopped before the connection's end, `http_stopped` with the reason
     /// (HTTP2Connection.failure); `goaway` when a GOAWAY was seen.
-    public mutating func http2ConnectionFields(_ c: HTTP2Connection) {
+    public func http2ConnectionFields(_ c: HTTP2Connection) {
         switch c.state {
         case .http2, .closed, .failed:
             field("http_version", "HTTP/2")

@@ -1,106 +1,239 @@
 // Builds NDJSON records into a reusable byte buffer. No Foundation: this runs inside the
-// watched process.
+// watched process, once per record on wedjat's thread, so it is written for speed: one raw
+// buffer grown by doubling (no per-byte Array bookkeeping), keys copied whole from static
+// strings, strings copied whole unless a byte needs escaping, numbers two digits at a time.
 
-public struct JSONLine {
-    public private(set) var bytes: [UInt8] = []
+public final class JSONLine {
+    private var buf: UnsafeMutablePointer<UInt8>
+    private var cap: Int
+    public private(set) var count = 0
     private var needsComma = false
 
-    public init(capacity: Int = 1024) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int = 1024) {
+        cap = max(capacity, 64)
+        buf = .allocate(capacity: cap)
+    }
 
-    public mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
+    deinit { buf.deallocate() }
+
+    /// The bytes written so far (a copy: for tests and tools).
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: buf, count: count)) }
+
+    /// The bytes written so far, in place.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: buf, count: count))
+    }
+
+    public func reset() {
+        count = 0
         needsComma = false
     }
 
-    public mutating func beginObject() { bytes.append(UInt8(ascii: "{")); needsComma = false }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
-    public mutating func beginArray() { bytes.append(UInt8(ascii: "[")); needsComma = false }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
-    public mutating func endLine() { bytes.append(UInt8(ascii: "\n")); needsComma = false }
+    /// Forgets everything after `mark` (a `count` read earlier).
+    public func truncate(to mark: Int) {
+        count = min(count, max(0, mark))
+    }
 
-    public mutating func key(_ k: StaticString) {
-        separator()
-        bytes.append(UInt8(ascii: "\""))
-        k.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+    @inline(__always) private func reserve(_ n: Int) {
+        if count + n > cap { grow(count + n) }
+    }
+
+    private func grow(_ need: Int) {
+        var c = cap * 2
+        while c < need { c *= 2 }
+        let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: c)
+        fresh.update(from: buf, count: count)
+        buf.deallocate()
+        buf = fresh
+        cap = c
+    }
+
+    @inline(__always) private func put(_ b: UInt8) {
+        reserve(1)
+        buf[count] = b
+        count += 1
+    }
+
+    @inline(__always) private func put(_ p: UnsafePointer<UInt8>, _ n: Int) {
+        reserve(n)
+        (buf + count).update(from: p, count: n)
+        count += n
+    }
+
+    public func beginObject() { separator(); put(UInt8(ascii: "{")); needsComma = false }
+    public func endObject() { put(UInt8(ascii: "}")); needsComma = true }
+    public func beginArray() { separator(); put(UInt8(ascii: "[")); needsComma = false }
+    public func endArray() { put(UInt8(ascii: "]")); needsComma = true }
+    public func endLine() { put(UInt8(ascii: "\n")); needsComma = false }
+
+    @inline(__always) private func separator() {
+        if needsComma { put(UInt8(ascii: ",")) }
+    }
+
+    public func key(_ k: StaticString) {
+        let n = k.utf8CodeUnitCount
+        reserve(n + 4)
+        var w = buf + count
+        if needsComma { w.pointee = UInt8(ascii: ","); w += 1 }
+        w.pointee = UInt8(ascii: "\"")
+        let src = k.utf8Start
+        for i in 0..<n { w[1 + i] = src[i] }   // keys are short: no memmove call
+        w[1 + n] = UInt8(ascii: "\"")
+        w[2 + n] = UInt8(ascii: ":")
+        count = (w + 3 + n) - buf
         needsComma = false
     }
 
-    public mutating func key(dynamic k: String) {
+    public func key(dynamic k: String) {
         separator()
         appendQuoted(k)
-        bytes.append(UInt8(ascii: ":"))
+        put(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    private mutating func separator() {
-        if needsComma { bytes.append(UInt8(ascii: ",")) }
-    }
-
-    public mutating func value(_ v: Int) { separator(); appendDecimal(v); needsComma = true }
-    public mutating func value(_ v: UInt64) {
+    public func value(_ v: Int) { separator(); appendDecimal(v); needsComma = true }
+    public func value(_ v: UInt64) {
         separator()
-        if v > UInt64(Int.max) { appendDecimal(Int.max) } else { appendDecimal(Int(v)) }
+        appendDecimal(v > UInt64(Int.max) ? Int.max : Int(v))
         needsComma = true
     }
-    public mutating func value(_ v: Bool) {
+    public func value(_ v: Bool) {
         separator()
-        bytes.append(contentsOf: v ? Array("true".utf8) : Array("false".utf8))
+        let s: StaticString = v ? "true" : "false"
+        put(s.utf8Start, s.utf8CodeUnitCount)
         needsComma = true
     }
-    public mutating func value(_ v: String) { separator(); appendQuoted(v); needsComma = true }
-    public mutating func null() { separator(); bytes.append(contentsOf: [110, 117, 108, 108]); needsComma = true }
-    public mutating func value(_ v: String?) { if let v { value(v) } else { null() } }
-    public mutating func value(_ v: Int?) { if let v { value(v) } else { null() } }
+    public func value(_ v: String) { separator(); appendQuoted(v); needsComma = true }
+    public func null() {
+        separator()
+        let s: StaticString = "null"
+        put(s.utf8Start, s.utf8CodeUnitCount)
+        needsComma = true
+    }
+    public func value(_ v: String?) { if let v { value(v) } else { null() } }
+    public func value(_ v: Int?) { if let v { value(v) } else { null() } }
 
-    public mutating func field(_ k: StaticString, _ v: Int) { key(k); value(v) }
-    public mutating func field(_ k: StaticString, _ v: UInt64) { key(k); value(v) }
-    public mutating func field(_ k: StaticString, _ v: Bool) { key(k); value(v) }
-    public mutating func field(_ k: StaticString, _ v: String) { key(k); value(v) }
-    public mutating func field(_ k: StaticString, _ v: String?) { key(k); value(v) }
-    public mutating func field(_ k: StaticString, _ v: Int?) { key(k); value(v) }
+    public func field(_ k: StaticString, _ v: Int) { key(k); value(v) }
+    public func field(_ k: StaticString, _ v: UInt64) { key(k); value(v) }
+    public func field(_ k: StaticString, _ v: Bool) { key(k); value(v) }
+    public func field(_ k: StaticString, _ v: String) { key(k); value(v) }
+    public func field(_ k: StaticString, _ v: String?) { key(k); value(v) }
+    public func field(_ k: StaticString, _ v: Int?) { key(k); value(v) }
+    /// A value that is already JSON (a static string).
+    public func field(_ k: StaticString, raw: StaticString) {
+        key(k)
+        put(raw.utf8Start, raw.utf8CodeUnitCount)
+        needsComma = true
+    }
 
-    private mutating func appendDecimal(_ v: Int) {
-        if v == 0 { bytes.append(UInt8(ascii: "0")); return }
-        var n = v
-        if n < 0 {
-            bytes.append(UInt8(ascii: "-"))
-            if n == Int.min { bytes.append(contentsOf: Array("9223372036854775808".utf8)); return }
-            n = -n
+    private static let pairs: StaticString =
+        "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849505152535455565758596061626364656667686970717273747576777879808182838485868788899091929394959697989900"
+
+    private func appendDecimal(_ v: Int) {
+        reserve(21)
+        var n: UInt64
+        if v < 0 {
+            buf[count] = UInt8(ascii: "-")
+            count += 1
+            n = UInt64(bitPattern: Int64(v)).magnitudeOfNegative
+        } else {
+            n = UInt64(v)
         }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            while n > 0 {
-                d[count] = UInt8(ascii: "0") &+ UInt8(n % 10)
-                n /= 10
-                count += 1
+        // The digit count first, then the digits from the end, two at a time, in place.
+        var digits = 1
+        var t = n
+        while t >= 10 { t /= 10; digits += 1 }
+        var w = buf + count + digits
+        let table = JSONLine.pairs.utf8Start
+        while n >= 100 {
+            let r = Int(n % 100)
+            n /= 100
+            w -= 2
+            w[0] = table[2 * r]
+            w[1] = table[2 * r + 1]
+        }
+        if n >= 10 {
+            w -= 2
+            w[0] = table[2 * Int(n)]
+            w[1] = table[2 * Int(n) + 1]
+        } else {
+            w -= 1
+            w[0] = UInt8(ascii: "0") &+ UInt8(n)
+        }
+        count += digits
+    }
+
+    // Bytes that JSON strings must escape: control characters, '"', '\\', and DEL.
+    @inline(__always) private static func needsEscape(_ b: UInt8) -> Bool {
+        b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F
+    }
+
+    private static let hex: StaticString = "0123456789abcdef"
+
+    // JSON string escaping; invalid UTF-8 was already repaired by String's decoding. Eight
+    // bytes at a time are checked for one that needs an escape (none, nearly always: then the
+    // string is copied whole).
+    private func appendQuoted(_ s: String) {
+        var s = s
+        s.withUTF8 { u in
+            let n = u.count
+            reserve(n + 2)
+            buf[count] = UInt8(ascii: "\"")
+            count += 1
+            guard let base = u.baseAddress, n > 0 else { return }
+            var i = 0
+            while i + 8 <= n {
+                let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                if JSONLine.anyNeedsEscape(w) { break }
+                i += 8
             }
-            for i in stride(from: count - 1, through: 0, by: -1) { bytes.append(d[i]) }
+            while i < n, !JSONLine.needsEscape(base[i]) { i += 1 }
+            if i == n {
+                (buf + count).update(from: base, count: n)
+                count += n
+                return
+            }
+            appendEscaped(base, n, from: i)
         }
+        put(UInt8(ascii: "\""))
     }
 
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    // Some byte of the word is < 0x20, '"', '\\' or 0x7F (bytes >= 0x80 never are).
+    @inline(__always) private static func anyNeedsEscape(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func zeroByte(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        let control = (w &- 0x2020_2020_2020_2020) & ~w & highs
+        return (control | zeroByte(w ^ 0x2222_2222_2222_2222) | zeroByte(w ^ 0x5C5C_5C5C_5C5C_5C5C)
+                | zeroByte(w ^ 0x7F7F_7F7F_7F7F_7F7F)) != 0
+    }
 
-    // JSON string escaping; invalid UTF-8 was already repaired by String's decoding.
-    private mutating func appendQuoted(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
+    private func appendEscaped(_ base: UnsafePointer<UInt8>, _ n: Int, from first: Int) {
+        put(base, first)
+        var start = first, i = first
+        while i < n {
+            let b = base[i]
+            if !JSONLine.needsEscape(b) { i += 1; continue }
+            if i > start { put(base + start, i - start) }
             switch b {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(b)
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(b)
-            case 0x0A: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
-            case 0..<0x20, 0x7F:
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          JSONLine.hex[Int(b >> 4)], JSONLine.hex[Int(b & 0xF)]])
-            default: bytes.append(b)
+            case 0x22: put(UInt8(ascii: "\\")); put(b)
+            case 0x5C: put(UInt8(ascii: "\\")); put(b)
+            case 0x0A: put(UInt8(ascii: "\\")); put(UInt8(ascii: "n"))
+            case 0x0D: put(UInt8(ascii: "\\")); put(UInt8(ascii: "r"))
+            case 0x09: put(UInt8(ascii: "\\")); put(UInt8(ascii: "t"))
+            default:
+                let h = JSONLine.hex.utf8Start
+                reserve(6)
+                for c in [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                          h[Int(b >> 4)], h[Int(b & 0xF)]] { buf[count] = c; count += 1 }
             }
+            i += 1
+            start = i
         }
-        bytes.append(UInt8(ascii: "\""))
+        if n > start { put(base + start, n - start) }
     }
+}
+
+private extension UInt64 {
+    /// |v| for a negative Int64 reinterpreted as UInt64 (Int.min included).
+    var magnitudeOfNegative: UInt64 { ~self &+ 1 }
 }

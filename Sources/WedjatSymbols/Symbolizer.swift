@@ -34,9 +34,13 @@ public struct ModuleMapping: Sendable, Hashable {
 /// The modules of one `modules` record, searchable by address.
 public struct ModuleMap: Sendable {
     public let modules: [ModuleMapping]
+    /// The process the record is of: addresses in no module are looked up in its perf map
+    /// (PerfMap.swift). nil: they stay raw.
+    public let process: PerfMapProcess?
 
-    public init(_ modules: [ModuleMapping]) {
+    public init(_ modules: [ModuleMapping], process: PerfMapProcess? = nil) {
         self.modules = modules.filter { $0.hi > $0.lo }.sorted { $0.lo < $1.lo }
+        self.process = process
     }
 
     /// The module whose mapped range holds `address`.
@@ -65,16 +69,32 @@ public struct SymbolizedFrame: Sendable, Equatable {
     /// Source file and line of the call (of the instruction before a return address).
     public var file: String?
     public var line: Int?
+    /// The perf map the function name came from (JIT or interpreter code, in no module).
+    public var perfMap: String?
+    /// Names of the perf map entries of different names that all cover the address (its code
+    /// space was reused during the run); `function` is nil then.
+    public var perfMapCandidates: [String]?
 
-    /// `function`, else `module+0xoff`, else `0xaddress`: what a folded stack shows.
+    public init(address: UInt64) { self.address = address }
+
+    /// `function`, else `module+0xoff`, else `0xaddress`: what a folded stack shows. A name from
+    /// a perf map says so: `JS:*busy /app/x.js:3:18 (perf map)`, `a | b (perf map, ambiguous)`.
     public var name: String {
-        if let function { return function }
+        if let function { return perfMap == nil ? function : function + " (perf map)" }
+        if let candidates = perfMapCandidates {
+            let shown = candidates.prefix(3).joined(separator: " | ") + (candidates.count > 3 ? " | ..." : "")
+            return shown + " (perf map, ambiguous)"
+        }
         if let module, let moduleOffset { return module.name + "+0x" + String(moduleOffset, radix: 16) }
         return "0x" + String(address, radix: 16)
     }
 
-    /// `function+0x1a (file.c:42)`, `libfoo.so+0x1234`, `0x7f0012345678`.
+    /// `function+0x1a (file.c:42)`, `libfoo.so+0x1234`, `0x7f0012345678`,
+    /// `JS:*busy /app/x.js:3:18+0x1a (perf map)`.
     public var text: String {
+        if let function, perfMap != nil {
+            return function + (functionOffset.map { "+0x" + String($0, radix: 16) } ?? "") + " (perf map)"
+        }
         var s = name
         if function != nil, let functionOffset { s += "+0x" + String(functionOffset, radix: 16) }
         if let file, let line {
@@ -85,11 +105,14 @@ public struct SymbolizedFrame: Sendable, Equatable {
     }
 }
 
-/// Why a module's frames could not be symbolized.
+/// Why a module's frames could not be symbolized, or (`perfMap`) why frames outside every
+/// module could not be named from the process's perf map.
 public struct ModuleProblem: Sendable, Equatable {
     public var path: String
     public var buildId: String
     public var reason: String
+    /// `path` is a perf map (`/tmp/perf-PID.map`), not a module.
+    public var perfMap = false
 }
 
 public final class Symbolizer {
@@ -98,15 +121,22 @@ public final class Symbolizer {
     public let debugDirectories: [String]
     /// One per module that could not be (fully) used, in the order they were met.
     public private(set) var problems: [ModuleProblem] = []
+    /// Where runtimes write perf maps (`/tmp`; a test points it elsewhere).
+    public let perfMapDirectory: String
 
     private var files: [ModuleKey: ElfModule?] = [:]
+    /// Per process: its perf map once looked for (nil: none usable), and whether an ambiguous
+    /// address was met in it.
+    private var perfMaps: [PerfMapProcess: (path: String, map: PerfMap)?] = [:]
+    private var ambiguityNoted: Set<String> = []
     private var resolved: [AddressKey: Resolution] = [:]
     /// Kept alive for the Dwfl sessions, which point at it.
     private let callbacks: UnsafeMutablePointer<Dwfl_Callbacks>
     private let debugPath: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
 
-    public init(debugDirectories: [String] = ["/usr/lib/debug"]) {
+    public init(debugDirectories: [String] = ["/usr/lib/debug"], perfMapDirectory: String = "/tmp") {
         self.debugDirectories = debugDirectories
+        self.perfMapDirectory = perfMapDirectory
         // Symbolizing must never reach the network: libdw asks a debuginfod server when this is set.
         unsetenv("DEBUGINFOD_URLS")
         elf_version(UInt32(EV_CURRENT))
@@ -138,7 +168,10 @@ public final class Symbolizer {
     ///   ends a function is not attributed to the next one.
     public func symbolize(_ address: UInt64, in map: ModuleMap, returnAddress: Bool = true) -> SymbolizedFrame {
         var frame = SymbolizedFrame(address: address)
-        guard let module = map.module(containing: address), address >= module.base else { return frame }
+        guard let module = map.module(containing: address), address >= module.base else {
+            if let process = map.process { namePerfMapFrame(&frame, process: process, returnAddress: returnAddress) }
+            return frame
+        }
         frame.module = module
         let fileAddress = address - module.base
         frame.moduleOffset = fileAddress
@@ -155,6 +188,52 @@ public final class Symbolizer {
         frame.file = r.file
         frame.line = r.line
         return frame
+    }
+
+    /// An address in no module: JIT or interpreter code, named by the process's perf map when
+    /// there is a usable one. The lookup is of the call instruction, as for return addresses
+    /// in modules.
+    private func namePerfMapFrame(_ frame: inout SymbolizedFrame, process: PerfMapProcess, returnAddress: Bool) {
+        let loaded: (path: String, map: PerfMap)?
+        if let known = perfMaps[process] {
+            loaded = known
+        } else {
+            switch PerfMapFile.load(for: process, tmp: perfMapDirectory) {
+            case let .loaded(path, map):
+                loaded = (path, map)
+                if map.malformedLines > 0 {
+                    problems.append(ModuleProblem(path: path, buildId: "", reason: "\(map.malformedLines) lines are not START SIZE NAME and were passed over", perfMap: true))
+                }
+            case let .unusable(path, reason):
+                loaded = nil
+                problems.append(ModuleProblem(
+                    path: path, buildId: "",
+                    reason: reason + ": frames of pid \(process.pid) outside every loaded object (JIT or interpreter code) are shown as raw addresses",
+                    perfMap: true))
+            }
+            perfMaps[process] = loaded
+        }
+        guard let (path, map) = loaded else { return }
+        let lookup = returnAddress && frame.address > 0 ? frame.address - 1 : frame.address
+        switch map.lookup(lookup) {
+        case .none:
+            return
+        case let .symbol(entry):
+            frame.function = entry.name
+            frame.functionOffset = frame.address - entry.start
+            frame.perfMap = path
+        case let .ambiguous(entries):
+            frame.perfMap = path
+            var names: [String] = []
+            for e in entries where !names.contains(e.name) { names.append(e.name) }
+            frame.perfMapCandidates = names
+            if ambiguityNoted.insert(path).inserted {
+                problems.append(ModuleProblem(
+                    path: path, buildId: "",
+                    reason: "entries of different names cover some addresses (code space reused during the run): those frames list every candidate, marked ambiguous",
+                    perfMap: true))
+            }
+        }
     }
 
     /// The opened file of a module, once per (path, build-id); nil (and a problem) when unusable.

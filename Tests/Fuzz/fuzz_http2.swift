@@ -38,7 +38,7 @@ public func fuzzHTTP2(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         i += n
         conn.drainCompleted { check($0) }
     }
-    var line = JSONLine()
+    let line = JSONLine()
     line.http2ConnectionFields(conn)
     _ = conn.noneReason
     conn.finish(mono: mono + 1)
@@ -51,7 +51,7 @@ private func check(_ ex: HTTPExchange) {
     if let s = ex.requestStart, let e = ex.requestEnd, e < s { fatalError("request ends before it starts") }
     if ex.complete && ex.error != nil { fatalError("complete with an error") }
     guard let h2 = ex.http2, h2.streamId != 0 else { fatalError("an HTTP/2 exchange without its stream") }
-    var line = JSONLine()
+    let line = JSONLine()
     line.beginObject()
     line.http2Fields(ex)
     line.endObject()

@@ -28,16 +28,21 @@ cleanup() { if [ "${WJ_KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$wo
 trap cleanup EXIT
 ulimit -c 0
 
-# ---- fixtures: every fixtures/*.c; names ending in _static.c are linked with -static
+# ---- fixtures: every fixtures/*.c; names ending in _static.c are linked with -static, names
+# ending in _so.c are shared objects (fid_timed_io_so.c -> fid_timed_io.so)
 fixtures=$work/fixtures
 mkdir -p "$fixtures"
 for src in "$here"/fixtures/*.c; do
     [ -e "$src" ] || continue
     name=$(basename "$src" .c)
     extra=()
-    case $name in *_static) extra=(-static) ;; esac
+    out=$fixtures/$name
+    case $name in
+    *_static) extra=(-static) ;;
+    *_so) extra=(-shared -fPIC); out=$fixtures/${name%_so}.so ;;
+    esac
     if ! gcc -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -pthread "${extra[@]}" \
-            -I "$here/../../CShims/common/include" -o "$fixtures/$name" "$src" -ldl 2>"$work/gcc-$name.log"; then
+            -I "$here/../../CShims/common/include" -o "$out" "$src" -ldl 2>"$work/gcc-$name.log"; then
         echo "FAIL build fixture $name:"
         sed 's/^/    /' "$work/gcc-$name.log"
         echo "integration: 0 passed, 1 failed, 0 skipped"

@@ -2,28 +2,120 @@ import XCTest
 import CWedjatCommon
 import WedjatCore
 
-// The aggregator's HTTP path: captured bytes -> parser -> http records, the capture hints it
-// sends back, the per-second record budget and the http_summary records past it.
+/// What the interposer does with an HTTP connection's bytes (CShims/interposer/framing.c):
+/// frame them in C, hand the framer's events to the aggregator as payload-ring slots.
+final class FramingFeeder {
+    struct Key: Hashable { var id: UInt64; var plain: Bool }
+    var framers: [Key: UnsafeMutablePointer<wj_h1>] = [:]
+    var roles: [UInt64: Int] = [:]
+    var budget = wj_budget()
+    var perSecond: Int64
+    weak var agg: Aggregator?
+    var current = Key(id: 0, plain: false)
+    var now: UInt64 = 0
+
+    init(perSecond: Int) { self.perSecond = Int64(perSecond) }
+
+    func sink() -> wj_h1_sink {
+        var sk = wj_h1_sink()
+        sk.ctx = Unmanaged.passUnretained(self).toOpaque()
+        sk.head_cap = 8192
+        sk.msg = { ctx, m in
+            let f = Unmanaged<FramingFeeder>.fromOpaque(ctx!).takeUnretainedValue()
+            var p = wj_payload()
+            p.kind = UInt16(WJ_EV_HTTP_MSG)
+            p.flags = f.current.plain ? UInt16(WJ_PAYLOAD_PLAIN) : 0
+            p.conn_id = f.current.id
+            p.conn_slot = 9
+            p.t = f.now
+            p.len = UInt32(MemoryLayout<wj_h1_msg>.size)
+            withUnsafeMutableBytes(of: &p.data) { $0.baseAddress!.copyMemory(from: m!, byteCount: MemoryLayout<wj_h1_msg>.size) }
+            withUnsafePointer(to: p) { f.agg?.handlePayload($0) }
+        }
+        sk.head = { ctx, isRequest, seq, offset, q, n in
+            let f = Unmanaged<FramingFeeder>.fromOpaque(ctx!).takeUnretainedValue()
+            var p = wj_payload()
+            p.kind = UInt16(WJ_EV_HTTP_HEAD)
+            p.flags = UInt16((f.current.plain ? WJ_PAYLOAD_PLAIN : 0) | (isRequest != 0 ? WJ_PAYLOAD_REQUEST : 0))
+            p.conn_id = f.current.id
+            p.conn_slot = 9
+            p.t = f.now
+            p.io_end = UInt64(seq)
+            let room = MemoryLayout.size(ofValue: p.data)
+            var off = 0
+            while off < n {
+                let k = min(room, n - off)
+                withUnsafeMutableBytes(of: &p.data) { $0.baseAddress!.copyMemory(from: q! + off, byteCount: k) }
+                p.offset = offset + UInt64(off)
+                p.len = UInt32(k)
+                withUnsafePointer(to: p) { f.agg?.handlePayload($0) }
+                off += k
+            }
+        }
+        sk.want_detail = { ctx, mono in
+            let f = Unmanaged<FramingFeeder>.fromOpaque(ctx!).takeUnretainedValue()
+            return wj_budget_take(&f.budget, f.perSecond, mono)
+        }
+        return sk
+    }
+
+    func framer(_ key: Key) -> UnsafeMutablePointer<wj_h1> {
+        if let h = framers[key] { return h }
+        let h = UnsafeMutablePointer<wj_h1>.allocate(capacity: 1)
+        wj_h1_init(h, roles[key.id] == Int(WJ_ROLE_SERVER) ? 0 : 1)
+        framers[key] = h
+        return h
+    }
+
+    func feed(id: UInt64, out: Bool, offset: UInt64, _ bytes: [UInt8], at: UInt64, plain: Bool) {
+        let key = Key(id: id, plain: plain)
+        let h = framer(key)
+        current = key
+        now = at
+        var sk = sink()
+        bytes.withUnsafeBufferPointer { b in
+            if out && roles[id] != Int(WJ_ROLE_SERVER) { wj_h1_announce(h, &sk, offset, b.baseAddress, b.count, at) }
+            wj_h1_feed(h, &sk, out ? 1 : 0, offset, b.baseAddress, b.count, offset + UInt64(b.count), at)
+        }
+    }
+
+    /// The connection ends: its framers hand over what they hold, before its close event.
+    func end(id: UInt64, at: UInt64) {
+        for plain in [false, true] {
+            let key = Key(id: id, plain: plain)
+            guard let h = framers.removeValue(forKey: key) else { continue }
+            current = key
+            now = at
+            var sk = sink()
+            wj_h1_finish(h, &sk, at, Int32(WJ_H1_ERR_INCOMPLETE))
+            h.deallocate()
+        }
+    }
+}
+
+// The aggregator's HTTP path: bytes framed in C -> message events -> http records, the
+// per-second record budget and the http_summary records past it.
 final class AggregatorHTTPTests: XCTestCase {
     var lines: [[String: Any]] = []
-    var wants: [(UInt32, UInt64, Int32, UInt64)] = []
+    var feeder = FramingFeeder(perSecond: 200)
 
     private func makeAggregator(recordsPerSecond: Int = 200) -> Aggregator {
         lines = []
-        wants = []
+        feeder = FramingFeeder(perSecond: recordsPerSecond)
         let ctx = ProcessContext(pid: 7, initMonoNs: 1_000_000_000, initRealNs: 1_700_000_000_000_000_000,
                                  maxConnections: 16, httpRecordsPerSecond: recordsPerSecond)
-        return Aggregator(context: ctx, errnoName: { "E\($0)" },
-                          want: { [unowned self] in self.wants.append(($0, $1, $2, $3)) },
-                          sink: { [unowned self] buf in
+        let agg = Aggregator(context: ctx, errnoName: { "E\($0)" }, sink: { [unowned self] buf in
             for l in String(decoding: buf, as: UTF8.self).split(separator: "\n") {
                 self.lines.append(try! JSONSerialization.jsonObject(with: Data(l.utf8)) as! [String: Any])
             }
             return true
         })
+        feeder.agg = agg
+        return agg
     }
 
     private func open(_ id: UInt64, slot: UInt32 = 9, role: Int = Int(WJ_ROLE_CLIENT), at: UInt64) -> wj_event {
+        feeder.roles[id] = role
         var ev = wj_event()
         ev.kind = UInt16(WJ_EV_CONN_OPEN)
         ev.role = UInt8(role)
@@ -39,6 +131,7 @@ final class AggregatorHTTPTests: XCTestCase {
     }
 
     private func close(_ id: UInt64, at: UInt64) -> wj_event {
+        feeder.end(id: id, at: at)
         var ev = wj_event()
         ev.kind = UInt16(WJ_EV_CONN_CLOSE)
         ev.conn_id = id
@@ -46,27 +139,10 @@ final class AggregatorHTTPTests: XCTestCase {
         return ev
     }
 
-    // Feeds `text` as one captured call of the connection, in one or more slots.
+    // Feeds `text` as one call of the connection.
     private func payload(_ agg: Aggregator, _ id: UInt64, out: Bool, offset: UInt64, _ text: String, at: UInt64,
                          plain: Bool = false) {
-        let bytes = Array(text.utf8)
-        var p = wj_payload()
-        p.kind = UInt16(WJ_EV_PAYLOAD)
-        p.flags = UInt16((out ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0))
-        p.conn_id = id
-        p.conn_slot = 9
-        p.t = at
-        p.io_end = offset + UInt64(bytes.count)
-        let room = MemoryLayout.size(ofValue: p.data)
-        var off = 0
-        repeat {
-            let n = min(room, bytes.count - off)
-            withUnsafeMutableBytes(of: &p.data) { raw in for i in 0..<n { raw[i] = bytes[off + i] } }
-            p.offset = offset + UInt64(off)
-            p.len = UInt32(n)
-            withUnsafePointer(to: p) { agg.handlePayload($0) }
-            off += n
-        } while off < bytes.count
+        feeder.feed(id: id, out: out, offset: offset, Array(text.utf8), at: at, plain: plain)
     }
 
     // One request in (at `at`) and its response out (`after` ns later) on server connection
@@ -109,8 +185,6 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertFalse(text.contains("s3cret") || text.contains("abc"), "no secret reaches the record: \(text)")
         let conn = lines.first { $0["type"] as? String == "connection" }
         XCTAssertEqual(conn?["http_requests"] as? Int, 1)
-        // The capturer was told to skip the body it does not need (after the last body byte).
-        XCTAssertTrue(wants.contains { $0.0 == 9 && $0.1 == 1 }, "conn_want calls: \(wants)")
     }
 
     /// An HTTP/1.0 request answered in HTTP/1.1: `version` is the request's, and
@@ -140,12 +214,54 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertEqual(http.first?["complete"] as? Bool, true)
     }
 
-    func testNonHTTPStopsTheCaptureInBothDirections() {
+    func testNonHTTPIsSaidOnTheConnection() {
         let agg = makeAggregator()
         agg.handle(open(2, at: 1_001_000_000))
         payload(agg, 2, out: true, offset: 0, "*1\r\n$4\r\nPING\r\n", at: 1_002_000_000)
-        let never = wants.filter { $0.1 == 2 && $0.3 == UInt64.max }.map { $0.2 }
-        XCTAssertEqual(Set(never), [Int32(WJ_PAYLOAD_OUT), 0], "both raw streams told: never again")
+        payload(agg, 2, out: false, offset: 0, "+PONG\r\n", at: 1_002_500_000)
+        var c = close(2, at: 1_003_000_000)
+        c.bytes_out = 14
+        c.bytes_in = 7
+        agg.handle(c)
+        agg.flush(final: false, endMono: 1_003_000_000, tid: 0, openCounters: { _, _ in nil })
+        let conn = lines.first { $0["type"] as? String == "connection" }
+        XCTAssertEqual(conn?["http_requests"] as? Int, 0)
+        XCTAssertEqual(conn?["http_none"] as? String, "not_http")
+        XCTAssertEqual(lines.filter { $0["type"] as? String == "http" }.count, 0)
+    }
+
+    /// Every connection with bytes and no decoded exchange says why; one that stopped decoding
+    /// partway says how many bytes were left undecoded.
+    func testConnectionsSayWhyTheyWereNotDecoded() {
+        let agg = makeAggregator()
+        func run(_ id: UInt64, _ out: [UInt8], _ inBytes: [UInt8] = []) {
+            agg.handle(open(id, at: 1_001_000_000))
+            feeder.feed(id: id, out: true, offset: 0, out, at: 1_002_000_000, plain: false)
+            if !inBytes.isEmpty { feeder.feed(id: id, out: false, offset: 0, inBytes, at: 1_003_000_000, plain: false) }
+            var c = close(id, at: 1_004_000_000)
+            c.bytes_out = UInt64(out.count)
+            c.bytes_in = UInt64(inBytes.count)
+            agg.handle(c)
+        }
+        run(1, [0x16, 0x03, 0x01, 0x02, 0x00, 0x01], [0x16, 0x03, 0x03])     // TLS no hook saw
+        run(2, Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))             // HTTP/2 prior knowledge
+        run(3, Array("*1\r\n$4\r\nPING\r\n".utf8), Array("+PONG\r\n".utf8))  // redis
+        let req = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n", garbage = "GET /b HTTP/1.1\r\nno colon here\r\n\r\n"
+        run(4, Array((req + garbage).utf8), Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8))
+        agg.flush(final: false, endMono: 1_005_000_000, tid: 0, openCounters: { _, _ in nil })
+        let conns = Dictionary(uniqueKeysWithValues: lines.filter { $0["type"] as? String == "connection" }
+            .map { ($0["conn_id"] as! Int, $0) })
+        XCTAssertEqual(conns[1]?["http_none"] as? String, "tls_not_hooked")
+        XCTAssertEqual((conns[1]?["http_undecoded"] as? [String: Any])?["bytes_out"] as? Int, 6)
+        XCTAssertEqual((conns[1]?["http_undecoded"] as? [String: Any])?["bytes_in"] as? Int, 3)
+        XCTAssertEqual(conns[2]?["http_none"] as? String, "http2")
+        XCTAssertEqual(conns[3]?["http_none"] as? String, "not_http")
+        XCTAssertEqual((conns[3]?["http_undecoded"] as? [String: Any])?["bytes_in"] as? Int, 7)
+        XCTAssertEqual(conns[4]?["http_requests"] as? Int, 2, "the good exchange and the one cut by the parse error")
+        XCTAssertNil(conns[4]?["http_none"])
+        let u4 = conns[4]?["http_undecoded"] as? [String: Any]
+        XCTAssertEqual(u4?["reason"] as? String, "parse")
+        XCTAssertEqual(u4?["bytes_out"] as? Int, garbage.utf8.count - 17, "from the bad field on")
     }
 
     func testTLSPlaintextIsParsedSeparatelyAndMarkedHTTPS() {

@@ -550,7 +550,7 @@ final class HTTP2Tests: XCTestCase {
         XCTAssertEqual(out.map { $0.host }, ["b", "b", "b"])
         XCTAssertEqual(out.map { $0.status }, [200, 200, 200])
         XCTAssertNil(out[0].http2?.grpc)
-        var line = JSONLine()
+        let line = JSONLine()
         line.beginObject()
         line.http2Fields(out[1])
         line.http2ConnectionFields(c)

@@ -75,4 +75,42 @@ final class JSONAndRedactionTests: XCTestCase {
         line.endObject()
         XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), #"{"a":12345,"b":"x\"y","c":null,"d":7,"e":true,"f":-3}"#)
     }
+
+    /// Every digit count, both signs, the extremes; every escape; growth past the capacity.
+    func testSwiftJSONLineNumbersEscapesAndGrowth() throws {
+        let line = JSONLine(capacity: 8)
+        var expected = "["
+        line.beginArray()
+        var values: [Int] = [0, 1, 9, 10, 99, 100, 101, 999, 1000, Int.max, Int.min, -1, -10, -100, -12345]
+        var p = 1
+        for _ in 0..<18 { values.append(p); values.append(p - 1); values.append(-p); p *= 10 }
+        for (i, v) in values.enumerated() {
+            line.value(v)
+            expected += (i > 0 ? "," : "") + String(v)
+        }
+        line.value(UInt64.max)
+        expected += ",\(Int.max)"
+        let s = "a\"b\\c\nd\re\tf\u{01}g\u{7F}h\u{1F}é日本"
+        line.value(s)
+        expected += #","a\"b\\c\nd\re\tf\u0001g\u007fh\u001fé日本""#
+        let long = String(repeating: "abcdefgh", count: 5) + "é" + String(repeating: "x", count: 9)
+        line.value(long)
+        expected += ",\"\(long)\""
+        for at in [0, 7, 8, 9, 15, 16, 17, 30] {   // one escape at each place in and around the 8-byte words
+            var t = Array(String(repeating: "y", count: 32).utf8)
+            t[at] = 0x22
+            line.value(String(decoding: t, as: UTF8.self))
+            expected += ",\"" + String(repeating: "y", count: at) + "\\\"" + String(repeating: "y", count: 31 - at) + "\""
+        }
+        line.beginObject()
+        line.key(dynamic: "k\"")
+        line.value("v")
+        line.endObject()
+        expected += #",{"k\"":"v"}"#
+        line.endArray()
+        expected += "]"
+        XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), expected)
+        line.reset()
+        XCTAssertEqual(line.count, 0)
+    }
 }

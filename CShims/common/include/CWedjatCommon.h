@@ -1,4 +1,5 @@
 // Umbrella header of the CWedjatCommon module (what Swift imports).
 #include "wedjat_common.h"
 #include "wedjat_json.h"
+#include "wedjat_http1.h"
 #include "wedjat_agent_api.h"

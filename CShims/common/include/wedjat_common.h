@@ -28,6 +28,8 @@ enum {
     WJ_EV_DNS = 4,         // a resolver call returned (wj_dns_event, on the DNS ring)
     WJ_EV_PAYLOAD = 5,     // bytes the app moved on a connection (wj_payload, payload ring)
     WJ_EV_TLS = 6,         // a TLS handshake on a connection ended (t_start..t_end)
+    WJ_EV_HTTP_MSG = 7,    // an HTTP/1 message framed (payload ring: data is a wj_h1_msg)
+    WJ_EV_HTTP_HEAD = 8,   // header-block bytes of a detailed exchange (payload ring; io_end: its index)
 };
 
 enum { WJ_ROLE_CLIENT = 1, WJ_ROLE_SERVER = 2, WJ_ROLE_PAIR = 3, WJ_ROLE_UNKNOWN = 4 };
@@ -88,8 +90,12 @@ typedef struct wj_event {
     char path[WJ_UNIX_PATH_MAX]; // unix sockets: the peer's path (or the local one), truncated
 } wj_event;
 
-enum { WJ_OPEN_NONBLOCKING = 1, WJ_OPEN_HTTP = 2 };  // wj_event.flags for WJ_EV_CONN_OPEN
-enum { WJ_CLOSE_AT_EXIT = 1, WJ_CLOSE_TLS = 2 };     // wj_event.flags for WJ_EV_CONN_CLOSE
+// wj_event.flags for WJ_EV_CONN_OPEN. WJ_OPEN_INHERITED: a connection a forked child got from
+// its parent, at the child's first use of it (conn_id is the parent's; bytes_in/bytes_out
+// are the stream offsets it took over).
+enum { WJ_OPEN_NONBLOCKING = 1, WJ_OPEN_HTTP = 2, WJ_OPEN_INHERITED = 4 };
+// wj_event.flags for WJ_EV_CONN_CLOSE. WJ_CLOSE_FORKED: the process forked while it was open.
+enum { WJ_CLOSE_AT_EXIT = 1, WJ_CLOSE_TLS = 2, WJ_CLOSE_FORKED = 4 };
 enum { WJ_ERR_CONNECT = 1, WJ_ERR_IO = 2, WJ_ERR_TLS = 3 };
 enum { WJ_TLS_OPENSSL = 1, WJ_TLS_GNUTLS = 2 };
 
@@ -100,7 +106,7 @@ enum { WJ_TLS_OPENSSL = 1, WJ_TLS_GNUTLS = 2 };
 // slot may hold no bytes and only tell that a call moved past a point. A call capturing more
 // than one slot holds pushes several slots with consecutive offsets.
 #define WJ_PAYLOAD_SLOT 512
-enum { WJ_PAYLOAD_OUT = 1, WJ_PAYLOAD_PLAIN = 2 };
+enum { WJ_PAYLOAD_OUT = 1, WJ_PAYLOAD_PLAIN = 2, WJ_PAYLOAD_REQUEST = 4 /* WJ_EV_HTTP_HEAD: of the request */ };
 typedef struct wj_payload {
     uint16_t kind;        // WJ_EV_PAYLOAD
     uint16_t flags;       // WJ_PAYLOAD_*

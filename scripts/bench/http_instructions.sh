@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# What wedjat adds, counted in instructions instead of timed: valgrind's cachegrind counts the
+# user-space instructions of every thread (the program's and wedjat's own) exactly, and the
+# count does not move with the neighbours' load. Two sizes of each run, their difference
+# divided by the extra work: start-up cancels.
+#   1. Per socket call: sockloop.c, 1-byte send+recv pairs on a stream that is not HTTP
+#      (AF_UNIX socketpair and loopback TCP), 100,000 and 300,000 pairs: plain, the floor
+#      interposer (../shared/bench/floor.c, always-storing variant: two clock reads and a
+#      32-byte ring store per call) when it is there, wedjat with WEDJAT_HTTP=0 and default.
+#   2. Per HTTP request: nginx (one process, master_process off) serving a 606-byte file to
+#      h2load --h1 -c 8 (keep-alive), 3,000 and 13,000 requests: plain, WEDJAT_HTTP=0, default.
+#   3. Per HTTP request: a Node.js http server (600-byte responses), the same two sizes, when
+#      node is installed.
+# Prints instructions per call / per request, what wedjat adds (and in % of plain), and for
+# the socket calls the ratio to the floor's addition.
+#   scripts/bench/http_instructions.sh LIBDIR [--cache-sim] [--only sock|nginx|node]
+# --cache-sim: also D1 and LL (last level) data misses per call / request (slower).
+# Targets (issue: HTTP at line rate): nginx with HTTP parsing <= +25% instructions per
+# request (stretch +10%), WEDJAT_HTTP=0 <= +5%; per socket call <= 1.5x the floor's addition.
+# Talks only to 127.0.0.1; every server it starts is stopped by its PID.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim] [--only sock|nginx|node]" >&2; exit 2; }
+lib=$(cd "$1" && pwd)/libwedjat.so
+shift
+cache_sim=no only=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --cache-sim) cache_sim=yes ;;
+        --only) only=$2; shift ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -f "$lib" ] || { echo "no $lib" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "needs valgrind (scripts/deps.sh installs it)" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-instr.XXXXXX")
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+gcc -O2 -o "$work/sockloop" "$here/sockloop.c"
+floor_src=${WEDJAT_FLOOR_C:-$root/../shared/bench/floor.c}
+floor=
+if [ -f "$floor_src" ]; then
+    gcc -O2 -shared -fPIC -DRING_OVERWRITE -o "$work/floor.so" "$floor_src" -ldl && floor=$work/floor.so
+fi
+
+# counts OUT CMD...: runs CMD under cachegrind; prints "instructions d1_misses ll_misses"
+# (all threads; misses 0 without --cache-sim).
+counts() {
+    local out=$1
+    shift
+    valgrind --tool=cachegrind --trace-children=yes --cache-sim="$cache_sim" --cachegrind-out-file="$out" "$@" >/dev/null 2>"$out.err" ||
+        { echo "failed: $* ($(tail -3 "$out.err"))" >&2; return 1; }
+    awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
+         /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
+         END { printf "%d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' "$out"
+}
+
+# per PREFIX SMALL BIG UNITS: counts of the two sizes -> per-unit figures "ir d1 ll"
+per() {
+    read -r i1 d1 l1 < "$work/$1.small"
+    read -r i2 d2 l2 < "$work/$1.big"
+    awk -v a="$i1" -v b="$i2" -v c="$d1" -v d="$d2" -v e="$l1" -v f="$l2" -v u="$2" \
+        'BEGIN { printf "%.1f %.2f %.3f\n", (b - a) / u, (d - c) / u, (f - e) / u }'
+}
+
+report() {  # report LABEL UNIT PLAIN_PREFIX PREFIX...
+    local label=$1 unit=$2 base=$3
+    shift 3
+    read -r bi bd bl <<< "$(per "$base" "$units")"
+    printf "%s\n  %-22s %10.1f instructions/%s" "$label" "plain" "$bi" "$unit"
+    [ "$cache_sim" = yes ] && printf "  D1 misses %.2f  LL misses %.3f" "$bd" "$bl"
+    printf "\n"
+    for p in "$@"; do
+        [ -f "$work/$p.small" ] || continue
+        read -r i d l <<< "$(per "$p" "$units")"
+        printf "  %-22s %10.1f instructions/%s  added %+8.1f (%+.1f%%)" "${p#*.}" "$i" "$unit" \
+            "$(awk -v a="$i" -v b="$bi" 'BEGIN { print a - b }')" "$(awk -v a="$i" -v b="$bi" 'BEGIN { print (a / b - 1) * 100 }')"
+        [ "$cache_sim" = yes ] && printf "  D1 misses %+.2f  LL misses %+.3f" \
+            "$(awk -v a="$d" -v b="$bd" 'BEGIN { print a - b }')" "$(awk -v a="$l" -v b="$bl" 'BEGIN { print a - b }')"
+        printf "\n"
+    done
+}
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); cachegrind $(valgrind --version); cache-sim $cache_sim"
+
+# ---------------------------------------------------------------- 1. socket calls
+if [ -z "$only" ] || [ "$only" = sock ]; then
+    units=400000   # (300,000 - 100,000) pairs x 2 calls
+    for kind in unix tcp; do
+        for cfg in plain floor http0 default; do
+            envs=()
+            case $cfg in
+                plain) ;;
+                floor) [ -n "$floor" ] || continue; envs=(LD_PRELOAD="$floor") ;;
+                http0) envs=(WEDJAT_DIR="$work/logs" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
+                default) envs=(WEDJAT_DIR="$work/logs" LD_PRELOAD="$lib") ;;
+            esac
+            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 100000 > "$work/$kind.$cfg.small"
+            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 300000 > "$work/$kind.$cfg.big"
+        done
+        report "socket calls, $kind (1-byte send+recv, not HTTP):" call "$kind.plain" "$kind.floor" "$kind.http0" "$kind.default"
+        if [ -n "$floor" ]; then
+            read -r pi _ < <(per "$kind.plain" "$units")
+            read -r fl _ < <(per "$kind.floor" "$units")
+            read -r di _ < <(per "$kind.default" "$units")
+            awk -v p="$pi" -v f="$fl" -v d="$di" 'BEGIN { printf "  wedjat adds %.2fx what the floor adds (target <= 1.5)\n", (d - p) / (f - p) }'
+        fi
+    done
+fi
+
+# ---------------------------------------------------------------- 2. nginx
+port_of() {  # port_of PIDFILE_OR_FILE: waits for a listening port written by a server
+    local i
+    for i in $(seq 100); do [ -s "$1" ] && { cat "$1"; return 0; }; sleep 0.1; done
+    return 1
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# serve_count PREFIX SIZE ENV...: one server under cachegrind, SIZE requests from h2load, then
+# the server stopped (SIGQUIT for nginx: graceful, so cachegrind writes its counts).
+nginx_run() {
+    local prefix=$1 n=$2
+    shift 2
+    local port conf=$work/nginx.$prefix.$n.conf
+    port=$(free_port)
+    mkdir -p "$work/www" "$work/ngx-tmp"
+    head -c 606 /dev/zero | tr '\0' a > "$work/www/f.html"
+    cat > "$conf" <<CONF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $work/nginx.$prefix.$n.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $work/ngx-tmp/body;
+    proxy_temp_path $work/ngx-tmp/proxy;
+    fastcgi_temp_path $work/ngx-tmp/fastcgi;
+    uwsgi_temp_path $work/ngx-tmp/uwsgi;
+    scgi_temp_path $work/ngx-tmp/scgi;
+    keepalive_requests 1000000;
+    server { listen 127.0.0.1:$port; root $work/www; }
+}
+CONF
+    env "$@" valgrind --tool=cachegrind --trace-children=yes --cache-sim="$cache_sim" --cachegrind-out-file="$work/cg.$prefix.$n" \
+        nginx -c "$conf" >/dev/null 2>"$work/cg.$prefix.$n.err" &
+    local pid=$!
+    pids+=("$pid")
+    local up=
+    for _ in $(seq 300); do
+        if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2).close()" 2>/dev/null; then up=1; break; fi
+        sleep 0.1
+    done
+    [ -n "$up" ] || { echo "nginx under valgrind did not start: $(tail -3 "$work/cg.$prefix.$n.err")" >&2; return 1; }
+    h2load --h1 -n "$n" -c 8 "http://127.0.0.1:$port/f.html" > "$work/h2load.$prefix.$n" 2>&1
+    grep -q "succeeded, 0 failed" "$work/h2load.$prefix.$n" || grep -q " 0 errored" "$work/h2load.$prefix.$n" ||
+        { echo "h2load: $(grep requests: "$work/h2load.$prefix.$n")" >&2; }
+    kill -QUIT "$pid"
+    wait "$pid" || true
+    awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
+         /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
+         END { printf "%d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' "$work/cg.$prefix.$n"
+}
+
+if { [ -z "$only" ] || [ "$only" = nginx ]; } && command -v nginx >/dev/null && command -v h2load >/dev/null; then
+    units=10000
+    for cfg in plain http0 default; do
+        envs=()
+        case $cfg in
+            plain) envs=(WEDJAT_UNUSED=1) ;;
+            http0) envs=(WEDJAT_DIR="$work/logs-$cfg" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
+            default) envs=(WEDJAT_DIR="$work/logs-$cfg" LD_PRELOAD="$lib") ;;
+        esac
+        nginx_run "$cfg" 3000 "${envs[@]}" > "$work/nginx.$cfg.small"
+        nginx_run "$cfg" 13000 "${envs[@]}" > "$work/nginx.$cfg.big"
+    done
+    report "nginx, 606-byte file, h2load --h1 -c 8 (keep-alive):" request nginx.plain nginx.http0 nginx.default
+    if [ -d "$work/logs-default" ]; then
+        python3 - "$work/logs-default" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+http = summ = 0
+for f in os.listdir(d):
+    for line in open(os.path.join(d, f)):
+        r = json.loads(line)
+        if r["type"] == "http": http += 1
+        elif r["type"] == "http_summary": summ += r["count"]
+print(f"  exchanges logged by the default runs: {http} http records + {summ} in http_summary (h2load sent 16,000)")
+PY
+    fi
+elif [ -z "$only" ] || [ "$only" = nginx ]; then
+    echo "nginx: skipped (needs nginx and h2load: Debian nginx, nghttp2-client)"
+fi
+
+# ---------------------------------------------------------------- 3. Node.js
+if { [ -z "$only" ] || [ "$only" = node ]; } && command -v node >/dev/null && command -v h2load >/dev/null; then
+    units=10000
+    cat > "$work/server.js" <<'JS'
+const http = require('http');
+const body = Buffer.alloc(600, 'a');
+const server = http.createServer((req, res) => { res.setHeader('Content-Type', 'text/plain'); res.end(body); });
+server.listen(0, '127.0.0.1', () => require('fs').writeFileSync(process.argv[2], String(server.address().port)));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+setInterval(() => {}, 1000);
+JS
+    node_run() {
+        local prefix=$1 n=$2
+        shift 2
+        rm -f "$work/node.port"
+        env "$@" valgrind --tool=cachegrind --trace-children=yes --cache-sim="$cache_sim" --cachegrind-out-file="$work/cg.node.$prefix.$n" \
+            node "$work/server.js" "$work/node.port" >/dev/null 2>"$work/cg.node.$prefix.$n.err" &
+        local pid=$! port
+        pids+=("$pid")
+        port=$(port_of "$work/node.port") || { echo "node did not start" >&2; return 1; }
+        h2load --h1 -n "$n" -c 8 "http://127.0.0.1:$port/" > "$work/h2load.node.$prefix.$n" 2>&1
+        kill -TERM "$pid"
+        wait "$pid" || true
+        awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
+             /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
+             END { printf "%d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' "$work/cg.node.$prefix.$n"
+    }
+    for cfg in plain http0 default; do
+        envs=()
+        case $cfg in
+            plain) envs=(WEDJAT_UNUSED=1) ;;
+            http0) envs=(WEDJAT_DIR="$work/logs-node-$cfg" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
+            default) envs=(WEDJAT_DIR="$work/logs-node-$cfg" LD_PRELOAD="$lib") ;;
+        esac
+        node_run "$cfg" 3000 "${envs[@]}" > "$work/node.$cfg.small"
+        node_run "$cfg" 13000 "${envs[@]}" > "$work/node.$cfg.big"
+    done
+    report "Node.js http server, 600-byte responses, h2load --h1 -c 8 (keep-alive):" request node.plain node.http0 node.default
+fi
