@@ -6,7 +6,9 @@
 #   1. Per socket call: sockloop.c, 1-byte send+recv pairs on a stream that is not HTTP
 #      (AF_UNIX socketpair and loopback TCP), 100,000 and 300,000 pairs: plain, the floor
 #      interposer (../shared/bench/floor.c, always-storing variant: two clock reads and a
-#      32-byte ring store per call) when it is there, wedjat with WEDJAT_HTTP=0 and default.
+#      32-byte ring store per call) when it is there, wedjat with WEDJAT_HTTP=0 and default;
+#      and plain and the floor again with an idle second thread (floor+thread): what glibc's
+#      multi-threaded path costs any interposer that has a thread of its own, as wedjat has.
 #   2. Per HTTP request: nginx (one process, master_process off) serving a 606-byte file to
 #      h2load --h1 -c 8 (keep-alive), 3,000 and 13,000 requests: plain, WEDJAT_HTTP=0, default.
 #   3. Per HTTP request: a Node.js http server (600-byte responses), the same two sizes, when
@@ -93,23 +95,26 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); cachegrind $(val
 if [ -z "$only" ] || [ "$only" = sock ]; then
     units=400000   # (300,000 - 100,000) pairs x 2 calls
     for kind in unix tcp; do
-        for cfg in plain floor http0 default; do
-            envs=()
+        for cfg in plain floor floor+thread http0 default; do
+            envs=() extra=()
             case $cfg in
                 plain) ;;
                 floor) [ -n "$floor" ] || continue; envs=(LD_PRELOAD="$floor") ;;
+                floor+thread) [ -n "$floor" ] || continue; envs=(LD_PRELOAD="$floor"); extra=(thread) ;;
                 http0) envs=(WEDJAT_DIR="$work/logs" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
                 default) envs=(WEDJAT_DIR="$work/logs" LD_PRELOAD="$lib") ;;
             esac
-            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 100000 > "$work/$kind.$cfg.small"
-            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 300000 > "$work/$kind.$cfg.big"
+            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 100000 "${extra[@]}" > "$work/$kind.$cfg.small"
+            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 300000 "${extra[@]}" > "$work/$kind.$cfg.big"
         done
-        report "socket calls, $kind (1-byte send+recv, not HTTP):" call "$kind.plain" "$kind.floor" "$kind.http0" "$kind.default"
+        report "socket calls, $kind (1-byte send+recv, not HTTP):" call "$kind.plain" "$kind.floor" "$kind.floor+thread" "$kind.http0" "$kind.default"
         if [ -n "$floor" ]; then
             read -r pi _ < <(per "$kind.plain" "$units")
             read -r fl _ < <(per "$kind.floor" "$units")
+            read -r ft _ < <(per "$kind.floor+thread" "$units")
             read -r di _ < <(per "$kind.default" "$units")
-            awk -v p="$pi" -v f="$fl" -v d="$di" 'BEGIN { printf "  wedjat adds %.2fx what the floor adds (target <= 1.5)\n", (d - p) / (f - p) }'
+            awk -v p="$pi" -v f="$fl" -v t="$ft" -v d="$di" 'BEGIN {
+                printf "  wedjat adds %.2fx what the floor adds (target <= 1.5); %.2fx what the floor with a thread adds\n", (d - p) / (f - p), (d - p) / (t - p) }'
         fi
     done
 fi

@@ -1,10 +1,13 @@
 // Per-call cost of the socket hooks, for instruction counting (scripts/bench/http_instructions.sh):
 // N 1-byte send()+recv() pairs over a stream that is not HTTP (its first byte is not a letter).
-//   sockloop unix N     an AF_UNIX socketpair
-//   sockloop tcp N      a loopback TCP connection (connect + accept: a client and a server end)
+//   sockloop unix N [thread]   an AF_UNIX socketpair
+//   sockloop tcp N [thread]    a loopback TCP connection (connect + accept: a client and a server end)
+// With "thread", an idle second thread exists first: glibc's cancellable calls (send, recv)
+// then take their multi-threaded path, as in any process with an agent thread.
 // No timing here: cachegrind counts the instructions; two sizes cancel start-up.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +15,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static void *idle(void *arg) {
+    (void)arg;
+    for (;;) pause();
+    return 0;
+}
+
 static void die(const char *what) {
     perror(what);
     exit(1);
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: sockloop unix|tcp N\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: sockloop unix|tcp N [thread]\n");
         return 2;
     }
     long n = atol(argv[2]);
+    pthread_t t;
+    if (argc == 4 && pthread_create(&t, 0, idle, 0) != 0) die("pthread_create");
     int a, b;
     if (strcmp(argv[1], "unix") == 0) {
         int sv[2];
@@ -52,5 +63,5 @@ int main(int argc, char **argv) {
     }
     close(a);
     close(b);
-    return 0;
+    _exit(0);   // the idle thread, if any, ends with the process
 }

@@ -28,13 +28,14 @@ trap 'rm -f "${MAPS[@]}"; _cleanup_bg' EXIT
 [ -s "$map" ] || fail "node wrote no $map"
 grep -q 'fidelityBusyLoop' "$map" || fail "$map does not name fidelityBusyLoop"
 
-"$WEDJAT_CLI" report logs > report.txt 2> report.err || fail "report failed: $(tail -3 report.err)"
+# Wide enough that no frame is wrapped (the text report fits $COLUMNS, else 100).
+COLUMNS=250 "$WEDJAT_CLI" report logs > report.txt 2> report.err || fail "report failed: $(tail -3 report.err)"
 "$WEDJAT_CLI" report --format json logs > report.json 2> report-json.err || fail "report --format json failed: $(tail -3 report-json.err)"
 "$WEDJAT_CLI" export --folded stacks.folded logs > export.out 2>&1 || fail "export --folded failed: $(tail -3 export.out)"
 sed -n '/^STALLS/,/^VITALS/p' report.txt | head -20 | sed 's/^/# /'
 mv "$map" "$TEST_TMP/perf-$pid.map"
 "$WEDJAT_CLI" report --format json logs > gone.json 2> gone.err || fail "report without the map failed: $(tail -3 gone.err)"
-"$WEDJAT_CLI" report logs > gone.txt 2>&1
+COLUMNS=250 "$WEDJAT_CLI" report logs > gone.txt 2>&1
 
 # b. the JVM
 mkdir -p classes
