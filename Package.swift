@@ -29,7 +29,11 @@ let package = Package(
         .target(name: "CWedjatCommon", path: "CShims/common",
                 cSettings: [.unsafeFlags(["-O2", "-fvisibility=hidden"])]),
         // In-process aggregation: events -> records -> NDJSON lines. No Foundation.
-        .target(name: "WedjatCore", dependencies: ["CWedjatCommon"], swiftSettings: agentSwiftFlags),
+        .target(name: "WedjatCore", dependencies: ["CWedjatCommon", "CWedjatNghttp2"], swiftSettings: agentSwiftFlags),
+        // libnghttp2's HPACK decoder, declared here and dlopen'ed on first use (no link-time
+        // dependency): the HTTP/2 decoder's header blocks.
+        .target(name: "CWedjatNghttp2", path: "Sources/CWedjatNghttp2",
+                cSettings: [.unsafeFlags(["-O2", "-fvisibility=hidden"])]),
         // libwedjat-agent.so's entry point (wedjat_agent_init) and glue to WedjatCore.
         .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon", "CWedjatAgentRuntime"], swiftSettings: agentSwiftFlags),
         // Parts of the static Swift runtime replaced inside libwedjat-agent.so (see argv.c).
@@ -52,7 +56,7 @@ let package = Package(
         .executableTarget(name: "WedjatHTTPBench", dependencies: ["WedjatCore"]),
         // The log reader's stages, beside simdjson's parser (scripts/bench/report.sh).
         .executableTarget(name: "WedjatReaderBench", dependencies: ["WedjatAnalysis"]),
-        .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon"]),
+        .testTarget(name: "WedjatCoreTests", dependencies: ["WedjatCore", "CWedjatCommon", "CWedjatNghttp2"]),
         .testTarget(name: "WedjatLiveTests", dependencies: ["WedjatLive", "WedjatAnalysis"]),
         .testTarget(name: "WedjatAnalysisTests", dependencies: ["WedjatAnalysis", "WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")], exclude: ["Fixtures", "Golden"]),
     ],

@@ -31,6 +31,13 @@ have g++ || need+=(g++)
 [ -e /usr/include/libunwind.h ] || need+=(libunwind-dev)
 [ -e /usr/include/elfutils/libdwfl.h ] || need+=(libdw-dev)
 [ -e /usr/include/libelf.h ] || need+=(libelf-dev)
+# HTTP/2 (issue 16): libnghttp2.so.14 is dlopen'ed by the agent's decoder (libnghttp2-14 comes
+# with curl); nghttpd, h2load and nghttp drive the HTTP/2 tests and benchmark; the headers are
+# for comparing the decoder's declarations with the library's.
+[ -e /usr/lib/x86_64-linux-gnu/libnghttp2.so.14 ] || need+=(libnghttp2-14)
+have nghttpd || [ -x /usr/sbin/nghttpd ] || need+=(nghttp2-server)
+have h2load || need+=(nghttp2-client)
+[ -e /usr/include/nghttp2/nghttp2.h ] || need+=(libnghttp2-dev)
 # The fidelity matrix (tests 52-59) runs each runtime as client and server.
 have node || need+=(nodejs)
 have javac || need+=(default-jdk-headless)
@@ -48,6 +55,8 @@ python3 -c "import requests" 2>/dev/null || pyneed+=(requests)
 python3 -c "import aiohttp" 2>/dev/null || pyneed+=(aiohttp)
 # What a data-minded user would reach for instead of `wedjat report` (scripts/bench/report.sh compares).
 python3 -c "import duckdb" 2>/dev/null || pyneed+=(duckdb)
+# A gRPC client and server for the HTTP/2 test 79.
+python3 -c "import grpc" 2>/dev/null || pyneed+=(grpcio)
 if [ ${#pyneed[@]} -gt 0 ]; then
     echo "deps: pip installing ${pyneed[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check "${pyneed[@]}" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the C parsers (WEDJAT_* configuration, argv redaction, JSON writer) and the Swift
-# HTTP/1 parser (arbitrary bytes, arbitrary segmentation, both directions, with the capture's
-# skips) with libFuzzer (clang and swiftc from the Swift toolchain).
+# Fuzzes the C parsers (WEDJAT_* configuration, argv redaction, JSON writer), the Swift
+# HTTP/1 parser and the Swift HTTP/2 decoder (frames, HPACK through libnghttp2, streams):
+# arbitrary bytes, arbitrary segmentation, both directions, with the capture's skips; with
+# libFuzzer (clang and swiftc from the Swift toolchain).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]  (default 10)
 # Exit status is non-zero if any target crashes; the crashing input is kept in .build-fuzz/.
 set -euo pipefail
@@ -35,7 +36,8 @@ done
 # The HTTP/1 parser: its two source files compiled with the target (no package build needed).
 bin="$out/fuzz_http"
 if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name fuzzhttp "$root/Tests/Fuzz/fuzz_http.swift" \
-    "$root/Sources/WedjatCore/HTTP1.swift" "$root/Sources/WedjatCore/HTTP1Parser.swift" -o "$bin" >"$out/build_http.log" 2>&1; then
+    "$root/Sources/WedjatCore/HTTP1.swift" "$root/Sources/WedjatCore/HTTP1Parser.swift" \
+    "$root/Sources/WedjatCore/HTTP2Details.swift" -o "$bin" >"$out/build_http.log" 2>&1; then
   grep -v "Cannot export local symbol" "$out/build_http.log" >&2
   exit 1
 fi
@@ -50,4 +52,27 @@ fi
 runs=$(grep -oE 'Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' || echo 0)
 total_runs=$((total_runs + runs))
 echo "fuzz: http: $runs runs in ${seconds}s, 0 crashes"
+# The HTTP/2 decoder: its Swift files and the libnghttp2 loader (HPACK through the system's
+# libnghttp2, not instrumented: the decoder's use of it is what is fuzzed).
+bin="$out/fuzz_http2"
+h2_sources=(HTTP1.swift HTTP1Parser.swift HTTP2Details.swift HTTP2.swift HTTP2Decoder.swift HTTP2Record.swift HPACK.swift JSONLine.swift)
+if ! { clang -g -O1 -fsanitize=fuzzer-no-link,address -c "$root/Sources/CWedjatNghttp2/loader.c" \
+         -I "$root/Sources/CWedjatNghttp2/include" -o "$out/nghttp2_loader.o" &&
+       swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name fuzzhttp2 "$root/Tests/Fuzz/fuzz_http2.swift" \
+         "${h2_sources[@]/#/$root/Sources/WedjatCore/}" -I "$root/Sources/CWedjatNghttp2/include" \
+         "$out/nghttp2_loader.o" -o "$bin"; } >"$out/build_http2.log" 2>&1; then
+  grep -v "Cannot export local symbol" "$out/build_http2.log" >&2
+  exit 1
+fi
+mkdir -p "$out/corpus_http2"
+python3 "$root/Tests/Fuzz/http2_seeds.py" "$out/corpus_http2"
+log="$out/fuzz_http2.log"
+if ! (cd "$out" && SWIFT_BACKTRACE=enable=no "$bin" -max_total_time="$seconds" -max_len=4096 "$out/corpus_http2" >"$log" 2>&1); then
+  grep -m1 -B2 -A20 "Fatal error\|ERROR: AddressSanitizer\|ERROR: libFuzzer" "$log" | head -40
+  echo "fuzz: http2 crashed (input saved in $out)" >&2
+  exit 1
+fi
+runs=$(grep -oE 'Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' || echo 0)
+total_runs=$((total_runs + runs))
+echo "fuzz: http2: $runs runs in ${seconds}s, 0 crashes"
 echo "fuzz: $total_runs runs, 0 crashes"

@@ -71,8 +71,12 @@ public struct ConnectionRecord: Sendable, Equatable {
     public var errorPhase: String?
     public var tls: TLSInfo?
     public var shutdownTs: Int64?
-    /// HTTP/1 requests seen on it; nil when HTTP parsing was off, for UDP, or in older logs.
+    /// HTTP/1 requests or HTTP/2 streams seen on it; nil when HTTP parsing was off, for UDP,
+    /// or in older logs.
     public var httpRequests: Int64?
+    /// "HTTP/2" for a connection decoded as HTTP/2; `httpStopped` why its decoding stopped.
+    public var httpVersion: String?
+    public var httpStopped: String?
     /// The lookup that led to this connection (client only, when it is this connection's own).
     public var dnsUs: Int64?
 
@@ -81,13 +85,13 @@ public struct ConnectionRecord: Sendable, Equatable {
                 openTs: Int64? = nil, closeTs: Int64? = nil, durationUs: Int64? = nil, connectUs: Int64? = nil,
                 bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false,
                 host: String? = nil, errorPhase: String? = nil, tls: TLSInfo? = nil, shutdownTs: Int64? = nil,
-                httpRequests: Int64? = nil, dnsUs: Int64? = nil) {
+                httpRequests: Int64? = nil, dnsUs: Int64? = nil, httpVersion: String? = nil, httpStopped: String? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.fd = fd; self.transport = transport
         self.family = family; self.role = role; self.local = local; self.peer = peer; self.openTs = openTs
         self.closeTs = closeTs; self.durationUs = durationUs; self.connectUs = connectUs; self.bytesIn = bytesIn
         self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit; self.host = host
         self.errorPhase = errorPhase; self.tls = tls; self.shutdownTs = shutdownTs; self.httpRequests = httpRequests
-        self.dnsUs = dnsUs
+        self.dnsUs = dnsUs; self.httpVersion = httpVersion; self.httpStopped = httpStopped
     }
 
     /// `duration_us`, or `close_ts - open_ts` when an older writer left it out.
@@ -155,6 +159,11 @@ public struct HTTPRecord: Sendable, Equatable {
     public var error: String?
     /// The logged headers (`request.host`, `response.content-type`, ...).
     public var headers: [String: String]
+    /// HTTP/2 streams (`version` "HTTP/2"): the stream id, push, who reset it, gRPC.
+    public var streamId: Int?
+    public var pushed = false
+    public var resetBy: String?
+    public var grpc: GRPCRecord?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, role: String, scheme: String? = "http",
                 method: String? = "GET", host: String? = nil, path: String? = nil, status: Int? = nil,
@@ -193,6 +202,31 @@ public struct HTTPRecord: Sendable, Equatable {
     /// The final response's version: as the record says, else the request's when a response
     /// was seen; nil without a response or in logs written before versions were.
     public var finalResponseVersion: String? { status == nil ? nil : responseVersion ?? version }
+
+    public var isHTTP2: Bool { version == "HTTP/2" }
+}
+
+/// The `grpc` object of an HTTP/2 stream's `http` record.
+public struct GRPCRecord: Sendable, Equatable {
+    public var service: String?
+    public var method: String?
+    public var status: Int?
+    public var statusName: String?
+    public var message: String?
+    public var requestMessages: Int?
+    public var responseMessages: Int?
+
+    public init(service: String? = nil, method: String? = nil, status: Int? = nil, statusName: String? = nil,
+                message: String? = nil, requestMessages: Int? = nil, responseMessages: Int? = nil) {
+        self.service = service; self.method = method; self.status = status; self.statusName = statusName
+        self.message = message; self.requestMessages = requestMessages; self.responseMessages = responseMessages
+    }
+
+    /// `package.Service/Method`, the name gRPC tools give a call.
+    public var fullMethod: String? {
+        guard let service, let method else { return nil }
+        return service + "/" + method
+    }
 }
 
 /// An `http_summary` distribution: already aggregated by the writer (values within about 6%).
@@ -518,7 +552,8 @@ extension Record {
                             version: try t.string("version"), alpn: try t.string("alpn"), phaseUs: try t.int64("phase_us"))
                 },
                 shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests"),
-                dnsUs: try f.int64("dns_us")))
+                dnsUs: try f.int64("dns_us"), httpVersion: try f.string("http_version"),
+                httpStopped: try f.string("http_stopped")))
         case "http":
             var h = HTTPRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"),
@@ -536,6 +571,16 @@ extension Record {
                 responseBodyBytes: try f.int64("response_body_bytes") ?? 0,
                 complete: try f.bool("complete"), upgraded: try f.bool("upgraded") ?? false,
                 error: try f.string("error"), headers: try f.stringMap("headers") ?? [:])
+            if let id = try f.int("stream_id") {
+                h.streamId = id
+                h.pushed = try f.bool("pushed") ?? false
+                h.resetBy = try f.string("reset_by")
+                h.grpc = try f.object("grpc").map { g throws(RecordDecodeError) in
+                    GRPCRecord(service: try g.string("service"), method: try g.string("method"), status: try g.int("status"),
+                               statusName: try g.string("status_name"), message: try g.string("message"),
+                               requestMessages: try g.int("request_messages"), responseMessages: try g.int("response_messages"))
+                }
+            }
             h.takeDurationsFromTimes()
             return .http(h)
         case "http_summary":

@@ -58,6 +58,12 @@ extension Report {
         public var elapsedUs: Int64
         public var requestBytes: Int64
         public var responseBytes: Int64
+        /// HTTP/2 streams only (absent for HTTP/1): `HTTP/2`, the stream id, and for gRPC the
+        /// call (`package.Service/Method`) and its status's name.
+        public var version: String?
+        public var streamId: Int?
+        public var grpcMethod: String?
+        public var grpcStatus: String?
     }
 
     /// A group of exchanges only counted in `http_summary` records (SummarizedGroups).
@@ -152,7 +158,7 @@ extension Report {
         analysis.slowest.entries.map { e in
             let h = e.http, l = analysis.logs[e.log]
             let t = e.timings
-            return SlowRow(
+            var row = SlowRow(
                 log: e.file ?? l.path, line: e.line, pid: h.pid, program: l.program, ts: h.ts, role: h.role, scheme: h.scheme,
                 method: h.method, host: HTTPKey(h).host, path: h.path, status: h.status, error: h.error, reused: h.reused,
                 requestStartTs: h.requestStartTs, dnsUs: e.dnsUs, connectUs: e.connectUs, tlsUs: e.tlsUs,
@@ -161,6 +167,13 @@ extension Report {
                 elapsedUs: (t?.setup ?? 0) + (h.durationUs ?? 0),
                 requestBytes: h.requestHeaderBytes + h.requestBodyBytes,
                 responseBytes: h.responseHeaderBytes + h.responseBodyBytes)
+            if h.isHTTP2 {
+                row.version = h.version
+                row.streamId = h.streamId
+                row.grpcMethod = h.grpc?.fullMethod
+                row.grpcStatus = h.grpc.flatMap { g in g.statusName ?? g.status.map(String.init) }
+            }
+            return row
         }
     }
 

@@ -187,13 +187,17 @@ extension TextReport {
                               ("send", r.sendUs), ("wait", r.waitUs), ("receive", r.receiveUs)] {
                 if let v, v > 0 { phases.append(name + " " + Format.shortDuration(v)) }
             }
-            let status = r.status.map(String.init) ?? "-"
+            var status = r.status.map(String.init) ?? "-"
+            // gRPC: a call that failed says how (its status name) beside the HTTP status.
+            let grpcFailed = r.grpcStatus.map { $0 != "OK" } ?? false
+            if grpcFailed, let g = r.grpcStatus { status += " grpc " + g }
+            let stream = r.streamId.map { "HTTP/2 stream \($0) · " } ?? ""
             table.add([
                 Cell(Format.shortDuration(r.durationUs)), Cell(r.ttfbUs.map(Format.shortDuration) ?? "-"),
                 Cell(r.setupUs.map { "+" + Format.shortDuration($0) } ?? "-"),
-                Cell(status + (r.error.map { " " + $0 } ?? ""), r.error != nil || (r.status ?? 0) >= 500 ? .red : nil),
+                Cell(status + (r.error.map { " " + $0 } ?? ""), r.error != nil || (r.status ?? 0) >= 500 || grpcFailed ? .red : nil),
                 Cell(request),
-            ], detail: dim((phases.isEmpty ? "" : phases.joined(separator: ", ") + " · ") + "pid \(r.pid) "
+            ], detail: dim((phases.isEmpty ? "" : phases.joined(separator: ", ") + " · ") + stream + "pid \(r.pid) "
                            + baseName(r.log) + ":\(r.line)"))
         }
         if !rows.isEmpty { out += table.render(self) }

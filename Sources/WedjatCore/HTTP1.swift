@@ -122,6 +122,8 @@ public struct HTTPExchange {
     /// exchange (HTTP1Stream.wantsDetail): `path` is then "" and `headers` is empty; method,
     /// host, status, byte counts and times are all there.
     public var detailed = true
+    /// HTTP/2 streams only (version "HTTP/2"): stream id, push, reset, gRPC (HTTP2.swift).
+    public var http2: HTTP2Details? = nil
 
     // Parser bookkeeping.
     var requestDone = false

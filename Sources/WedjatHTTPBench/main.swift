@@ -17,6 +17,7 @@ var messages = 200_000
 var rounds = 5
 var maxNs = 1000.0
 var parseOnly = false   // for profiling: no byte-at-a-time run, no round trips
+var h2 = false          // the HTTP/2 decoder instead (H2Bench.swift)
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -24,11 +25,13 @@ while let a = args.popFirst() {
     case "--rounds": rounds = Int(args.popFirst() ?? "") ?? rounds
     case "--max-ns": maxNs = Double(args.popFirst() ?? "") ?? maxNs
     case "--parse-only": parseOnly = true
+    case "--h2": h2 = true
     default:
-        print("usage: wedjat-http-bench [--messages N] [--rounds R] [--max-ns NS] [--parse-only]")
+        print("usage: wedjat-http-bench [--messages N] [--rounds R] [--max-ns NS] [--parse-only] [--h2]")
         exit(2)
     }
 }
+if h2 { runH2Bench(messages: messages, rounds: rounds) }
 
 // A typical browser-ish request (~300 header bytes) and a JSON API response (~250 header
 // bytes, 64-byte body).

@@ -236,6 +236,50 @@ final class ExportTests: XCTestCase {
                        "3 server-side exchanges left out of the HAR (a client's view; they are in the trace and OTLP exports).")
     }
 
+    /// HTTP/2 streams (issue 16): HAR `httpVersion` "HTTP/2" and the stream; OTLP
+    /// `network.protocol.version` "2", gRPC spans named by their method with the `rpc.*`
+    /// attributes and a client's non-OK status as error.type; the trace's args.
+    func testHTTP2StreamsAndGRPCInEveryFormat() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try dir.write("c.1.1.ndjson", Line.start(pid: 1, ts: 1000, exe: "/c") + """
+            {"type":"http","ts":9000,"pid":1,"conn_id":1,"role":"client","scheme":"https","method":"GET","host":"h:8443","path":"/a","version":"HTTP/2","status":200,"request_index":0,"reused":false,"request_start_ts":5000,"request_end_ts":5000,"response_start_ts":8000,"response_end_ts":9000,"request_header_bytes":40,"response_header_bytes":30,"response_body_bytes":606,"headers":{"request.host":"h:8443"},"complete":true,"error":null,"stream_id":1}
+            {"type":"http","ts":9500,"pid":1,"conn_id":1,"role":"client","scheme":"https","method":"POST","host":"h:8443","path":"/pkg.Svc/Get","version":"HTTP/2","status":200,"request_index":1,"reused":true,"request_start_ts":5100,"request_end_ts":5100,"response_start_ts":9400,"response_end_ts":9500,"headers":{},"complete":true,"error":null,"stream_id":3,"grpc":{"service":"pkg.Svc","method":"Get","status":5,"status_name":"NOT_FOUND","message":"REDACTED","request_messages":1,"response_messages":0}}
+
+            """ + Line.end(pid: 1, ts: 30000))
+        let i = try input(dir.path)
+        let har = try XCTUnwrap(try json(i.har.text)["log"] as? [String: Any])
+        let entries = try XCTUnwrap(har["entries"] as? [[String: Any]])
+        XCTAssertEqual(entries.map { ($0["request"] as? [String: Any])?["httpVersion"] as? String }, ["HTTP/2", "HTTP/2"])
+        XCTAssertEqual(entries.map { ($0["response"] as? [String: Any])?["httpVersion"] as? String }, ["HTTP/2", "HTTP/2"])
+        XCTAssertEqual(entries.map { $0["_stream_id"] as? Int }, [1, 3])
+        XCTAssertEqual(entries.map { $0["connection"] as? String }, ["1-1", "1-1"], "streams of one connection")
+        XCTAssertEqual((entries[1]["_grpc"] as? [String: Any])?["status_name"] as? String, "NOT_FOUND")
+
+        let doc = try json(i.traces.text)
+        let resources = try XCTUnwrap(doc["resourceSpans"] as? [[String: Any]])
+        let spans = resources.flatMap { (($0["scopeSpans"] as? [[String: Any]])?.first?["spans"] as? [[String: Any]]) ?? [] }
+        func attrs(_ o: [String: Any]) -> [String: Any] {
+            var out: [String: Any] = [:]
+            for kv in o["attributes"] as? [[String: Any]] ?? [] {
+                let v = kv["value"] as? [String: Any] ?? [:]
+                out[kv["key"] as? String ?? ""] = v["stringValue"] ?? v["intValue"]
+            }
+            return out
+        }
+        XCTAssertEqual(spans.map { $0["name"] as? String }, ["GET", "pkg.Svc/Get"])
+        XCTAssertEqual(spans.map { attrs($0)["network.protocol.version"] as? String }, ["2", "2"])
+        let g = attrs(spans[1])
+        XCTAssertEqual(g["rpc.system"] as? String, "grpc")
+        XCTAssertEqual(g["rpc.service"] as? String, "pkg.Svc")
+        XCTAssertEqual(g["rpc.method"] as? String, "Get")
+        XCTAssertEqual(g["rpc.grpc.status_code"] as? String, "5")
+        XCTAssertEqual(g["error.type"] as? String, "NOT_FOUND")
+        XCTAssertNil(attrs(spans[0])["error.type"])
+        XCTAssertTrue(i.trace.text.contains("\"stream_id\":3"), "the trace's args carry the stream")
+        XCTAssertTrue(i.trace.text.contains("\"grpc_status_name\":\"NOT_FOUND\""))
+    }
+
     /// Summaries with exact bucket counts go into the OTLP histograms: on the data point of
     /// the records with the same attributes (counts, sum, min, max added), or a point of their
     /// own; one whose bounds differ from the histograms' stays out, and the warning says which.

@@ -56,10 +56,12 @@ enum ExportHTTP {
 }
 
 extension HTTPRecord {
-    /// The version the exchange used, `1.1` or `1.0` (OpenTelemetry's `network.protocol.version`):
-    /// the lower of the request line's and the final response's (a 1.1 server answering a 1.0
-    /// request speaks 1.0 to it), else the one ALPN negotiated; nil when neither was logged.
+    /// The version the exchange used, `2`, `1.1` or `1.0` (OpenTelemetry's
+    /// `network.protocol.version`): `2` for an HTTP/2 stream; else the lower of the request
+    /// line's and the final response's (a 1.1 server answering a 1.0 request speaks 1.0 to it),
+    /// else the one ALPN negotiated; nil when neither was logged.
     func protocolVersion(connection: ConnectionRecord?) -> String? {
+        if isHTTP2 { return "2" }
         let logged = [version, finalResponseVersion].compactMap { $0 }
         if logged.contains("HTTP/1.0") { return "1.0" }
         if logged.contains("HTTP/1.1") { return "1.1" }
@@ -68,10 +70,11 @@ extension HTTPRecord {
 }
 
 extension ConnectionRecord {
-    /// `1.1` or `1.0` when TLS negotiated it (ALPN): for logs written before `http` records had
-    /// their own `version`.
+    /// `2`, `1.1` or `1.0` when TLS negotiated it (ALPN): for logs written before `http`
+    /// records had their own `version`.
     var negotiatedHTTPVersion: String? {
         switch tls?.alpn {
+        case "h2": "2"
         case "http/1.1": "1.1"
         case "http/1.0": "1.0"
         default: nil

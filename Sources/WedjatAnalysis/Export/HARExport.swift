@@ -5,8 +5,8 @@ import Foundation
 /// `-1` (sizes, phases that do not apply) or `""` (strings), as the spec allows.
 public enum HARExport {
     /// `httpVersion` when the record has none (logs written before it had): what TLS negotiated
-    /// (ALPN), else `HTTP/1.x`: wedjat parses nothing but HTTP/1.0 and HTTP/1.1, so that much is
-    /// known, and HAR viewers show it as the protocol.
+    /// (ALPN), else `HTTP/1.x`: such logs hold nothing but HTTP/1.0 and HTTP/1.1 (HTTP/2 streams
+    /// always say `HTTP/2`), so that much is known, and HAR viewers show it as the protocol.
     static let unknownMinorVersion = "HTTP/1.x"
 
     /// One entry, written into `w` (made with the document's indent and the entry's depth).
@@ -64,6 +64,18 @@ public enum HARExport {
         w.key("_pid"); w.int(Int64(h.pid))
         if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
         if let e = h.error { w.key("_error"); w.string(e) }
+        // HTTP/2: the stream (streams of one connection share `connection`), gRPC's outcome.
+        if let id = h.streamId { w.key("_stream_id"); w.int(Int64(id)) }
+        if h.pushed { w.key("_pushed"); w.bool(true) }
+        if let g = h.grpc {
+            w.key("_grpc")
+            w.openObject()
+            if let v = g.service { w.key("service"); w.string(v) }
+            if let v = g.method { w.key("method"); w.string(v) }
+            if let v = g.status { w.key("status"); w.int(Int64(v)) }
+            if let v = g.statusName { w.key("status_name"); w.string(v) }
+            w.closeObject()
+        }
         w.closeObject()
     }
 

@@ -54,13 +54,33 @@ public enum OTLPExport {
         attrs.add("http.request.body.size", h.requestBodyBytes)
         if h.responseStartTs != nil { attrs.add("http.response.body.size", h.responseBodyBytes) }
         attrs.add("user_agent.original", h.header("request.user-agent"))
-        let errorType = httpErrorType(h)
+        var errorType = httpErrorType(h)
+        var name = known ? method : "HTTP"
+        if let g = h.grpc {
+            // gRPC: the RPC semantic conventions beside the HTTP ones; the span is named
+            // `package.Service/Method` and fails as gRPC says (grpcErrorType).
+            attrs.add("rpc.system", "grpc")
+            attrs.add("rpc.service", g.service)
+            attrs.add("rpc.method", g.method)
+            attrs.add("rpc.grpc.status_code", g.status.map(Int64.init))
+            if let full = g.fullMethod { name = full }
+            errorType = errorType ?? grpcErrorType(g, server: isServer)
+        }
         attrs.add("error.type", errorType)
 
         let identity = "http/\(h.role)/\(h.connId.map(String.init) ?? "ts\(h.ts)")/\(h.requestIndex.map(String.init) ?? "-")"
-        return Span(ids: SpanIDs(image: image, identity: identity), name: known ? method : "HTTP",
+        return Span(ids: SpanIDs(image: image, identity: identity), name: name,
                     kind: isServer ? .server : .client, startUs: start, endUs: max(start, h.endTs),
                     attributes: attrs, error: errorType)
+    }
+
+    /// A gRPC call's failure as the RPC conventions say: for a client any status but OK, for a
+    /// server UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS; the
+    /// status's name (or its number).
+    static func grpcErrorType(_ g: GRPCRecord, server: Bool) -> String? {
+        guard let status = g.status, status != 0 else { return nil }
+        if server && ![2, 4, 12, 13, 14, 15].contains(status) { return nil }
+        return g.statusName ?? String(status)
     }
 
     /// The semantic conventions' `error.type`: a client's 4xx and 5xx, a server's 5xx (as the
@@ -86,7 +106,7 @@ public enum OTLPExport {
     /// host names no server address).
     package static func summaryMetricAttributes(_ s: HTTPSummaryRecord) -> Attributes {
         let scheme = s.scheme ?? "http"
-        let version: String? = switch s.version { case "HTTP/1.0"?: "1.0"; case "HTTP/1.1"?: "1.1"; default: nil }
+        let version: String? = switch s.version { case "HTTP/1.0"?: "1.0"; case "HTTP/1.1"?: "1.1"; case "HTTP/2"?: "2"; default: nil }
         return metricAttributes(method: s.method, scheme: scheme, role: s.role,
                                 server: ExportHTTP.server(host: s.host, peer: nil, role: s.role, scheme: scheme),
                                 version: version, status: s.status, errorType: errorType(role: s.role, status: s.status, error: s.error))

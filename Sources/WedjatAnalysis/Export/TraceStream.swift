@@ -281,6 +281,13 @@ final class TraceStream: ExportConsumer {
             a.key("response_bytes"); a.int(h.responseHeaderBytes + h.responseBodyBytes)
             if let v = h.tid { a.key("tid"); a.int(Int64(v)) }
             if let v = h.error { a.key("error"); a.string(v) }
+            // HTTP/2: streams of one connection overlap on parallel tracks; gRPC's outcome.
+            if let v = h.streamId { a.key("stream_id"); a.int(Int64(v)) }
+            if let g = h.grpc {
+                if let v = g.fullMethod { a.key("grpc_method"); a.string(v) }
+                if let v = g.status { a.key("grpc_status"); a.int(Int64(v)) }
+                if let v = g.statusName { a.key("grpc_status_name"); a.string(v) }
+            }
         }
     }
 

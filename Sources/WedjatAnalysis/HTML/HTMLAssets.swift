@@ -59,6 +59,7 @@ enum HTMLAssets {
     .s2 { color: #2e7d32; } .s3 { color: #1565c0; } .s4 { color: #ef6c00; } .s5, .s0 { color: #c62828; } .s1 { color: #6a1b9a; }
     .role { color: #8a93a3; margin-right: 5px; }
     .err { color: #c62828; }
+    .h2 { color: #5e35b1; font-size: 0.85em; margin-right: 5px; }
 
     .cards { display: flex; flex-wrap: wrap; gap: 12px; }
     .card { width: 406px; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; }

@@ -153,6 +153,17 @@ public struct HTMLReport {
         let order = groups.keys.sorted { a, b in
             firstStart[a]! != firstStart[b]! ? firstStart[a]! < firstStart[b]! : a < b
         }
+        // HTTP/2: the streams of each connection that overlap a stream (multiplexed with it).
+        var multiplexed: [Int: Int] = [:]   // seq -> overlapping streams of its connection
+        var byConnection: [String: [WaterfallRequest]] = [:]
+        for (r, _) in timed where r.http.isHTTP2 {
+            byConnection["\(r.file)-\(r.http.connId.map(String.init) ?? "-")", default: []].append(r)
+        }
+        for (_, streams) in byConnection where streams.count > 1 {
+            for a in streams {
+                multiplexed[a.seq] = streams.filter { b in b.seq != a.seq && b.requestStartTs < a.endTs && a.requestStartTs < b.endTs }.count
+            }
+        }
         for file in order {
             let log = analysis.logs[file]
             let group = groups[file]!.sorted { ($0.0.startTs, $0.0.seq) < ($1.0.startTs, $1.0.seq) }
@@ -161,7 +172,7 @@ public struct HTMLReport {
                        + "<span class=\"pid\">pid \(log.pid)</span> · "
                        + (group.count == all ? Format.count(all, "request") : "\(group.count) of \(Format.count(all, "request"))")
                        + "</div>")
-            for (r, t) in group { out.append(row(r, timings: t, program: log.program, t0: t0, pct: pct)) }
+            for (r, t) in group { out.append(row(r, timings: t, program: log.program, t0: t0, pct: pct, multiplexed: multiplexed[r.seq])) }
         }
         out.append("</div>")
         return out.joined(separator: "\n")
@@ -172,7 +183,8 @@ public struct HTMLReport {
         ExchangeTimings(r.http, connection: r.setup?.connection, lookup: r.setup?.lookup)
     }
 
-    private func row(_ r: WaterfallRequest, timings t: ExchangeTimings?, program: String, t0: Int64, pct: (Int64) -> Double) -> String {
+    private func row(_ r: WaterfallRequest, timings t: ExchangeTimings?, program: String, t0: Int64, pct: (Int64) -> Double,
+                     multiplexed: Int? = nil) -> String {
         let h = r.http
         let server = h.role == "server"
         var phases: [(cls: String, start: Int64, end: Int64)] = []
@@ -206,6 +218,15 @@ public struct HTMLReport {
         lines.append((h.status.map { "status \($0)" } ?? "no response") + (h.error.map { ", error \($0)" } ?? "")
                      + " · \(server ? "server" : "client") · peer \(h.peer ?? "?")"
                      + (h.connId.map { " · connection \($0)" } ?? "") + (h.reused == true ? " (reused)" : ""))
+        if let id = h.streamId {
+            lines.append("HTTP/2 stream \(id)" + (h.pushed ? " (pushed)" : "")
+                         + (multiplexed.map { $0 > 0 ? ", multiplexed with \(Format.count($0, "other stream")) of its connection" : "" } ?? "")
+                         + (h.resetBy.map { ", reset by the \($0)" } ?? ""))
+        }
+        if let g = h.grpc {
+            lines.append("gRPC \(g.fullMethod ?? "?")" + (g.status.map { " status \($0)" + (g.statusName.map { " \($0)" } ?? "") } ?? " no status")
+                         + (g.requestMessages.map { " · \($0) sent" } ?? "") + (g.responseMessages.map { " · \($0) received" } ?? ""))
+        }
         lines.append("starts \(Format.timestamp(t?.startTs ?? requestStart)) UTC")
         if let t {
             var named: [(String, Int64?)] = []
@@ -244,15 +265,21 @@ public struct HTMLReport {
             "<i class=\"ph \(p.cls)\" data-a=\"\(p.start - t0)\" data-b=\"\(p.end - t0)\" style=\"left:\(Format.fixed(pct(p.start), 3))%;width:\(Format.fixed(pct(p.end) - pct(p.start), 3))%\"></i>"
         }.joined()
         // What the filter matches: the status (`500`, `5xx`), and the words of the request.
-        let search = "\(h.method ?? "") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "")\(h.path ?? "") \(program) pid \(h.pid) \(h.error ?? "")"
+        var search = "\(h.method ?? "") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "")\(h.path ?? "") \(program) pid \(h.pid) \(h.error ?? "")"
+        if let id = h.streamId { search += " h2 stream \(id) conn \(h.connId.map(String.init) ?? "-")" }
+        if let g = h.grpc { search += " grpc \(g.statusName ?? "")" }
+        // HTTP/2 streams: tagged with their connection and stream, so that a connection's
+        // multiplexed streams read as such (their bars overlap on consecutive rows).
+        let h2Tag = h.streamId.map { "<span class=\"h2\">h2 c\(h.connId.map(String.init) ?? "?")·s\($0)</span>" } ?? ""
+        let grpcTag = h.grpc.flatMap { g in g.status.flatMap { $0 != 0 ? " <span class=\"err\">grpc \(HTMLText.escape(g.statusName ?? String($0)))</span>" : nil } } ?? ""
         // data-rec: the record (pid-conn_id-request_index), as the HAR's `connection` and the trace's args name it.
         let rec = "\(h.pid)-\(h.connId.map(String.init) ?? "-")-\(h.requestIndex.map(String.init) ?? "-")"
         return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
             + " data-ttfb=\"\(h.ttfbUs ?? -1)\" data-status=\"\(h.status ?? 0)\" data-q=\"\(HTMLText.escape(search.lowercased()))\""
             + " title=\"\(HTMLText.escape(lines.joined(separator: "\n")))\">"
             + "<span class=\"wf-label\"><b class=\"st \(statusClass)\">\(HTMLText.escape(status))</b>"
-            + "<span class=\"role\">\(server ? "←" : "→")</span>\(HTMLText.escape(label))"
-            + (h.error.map { " <span class=\"err\">\(HTMLText.escape($0))</span>" } ?? "") + "</span>"
+            + "<span class=\"role\">\(server ? "←" : "→")</span>\(h2Tag)\(HTMLText.escape(label))"
+            + (h.error.map { " <span class=\"err\">\(HTMLText.escape($0))</span>" } ?? "") + grpcTag + "</span>"
             + "<span class=\"wf-track\">\(bars)</span><span class=\"wf-time\">\(HTMLText.escape(Format.duration(total)))</span></div>"
     }
 

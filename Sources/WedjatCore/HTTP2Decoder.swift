@@ -1,0 +1,927 @@
+// The byte-level part of HTTP2Connection: frames, streams, header fields. State lives in value
+// types held by one class pointer (HTTP2Connection.core), as in HTTP1Parser.swift.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// gRPC message framing on one side of a stream: 1-byte flag, 4-byte length, message.
+struct H2MessageCount {
+    var left: UInt64 = 0        // bytes of the current message still to come
+    var prefixHave: UInt8 = 0   // prefix bytes seen of the next message (0...4)
+    var length: UInt32 = 0
+    var messages = 0
+    var lost = false            // a prefix byte was not captured: the count is unknown
+}
+
+struct H2Stream {
+    var id: UInt32
+    var ex: HTTPExchange
+    var requestHeaders = false  // the request's header block was seen (a later one: trailers)
+    var responseFinal = false   // a final (non-1xx) response block was seen (a later one: trailers)
+    var requestDone = false
+    var responseDone = false
+    var grpc = false
+    var requestCount = H2MessageCount()
+    var responseCount = H2MessageCount()
+
+    init(id: UInt32, ex: HTTPExchange) {
+        self.id = id
+        self.ex = ex
+    }
+}
+
+/// Everything the two directions share: streams, output, state, the two HPACK contexts.
+struct H2Shared {
+    var state: HTTP2State = .detecting
+    var failure: String?
+    let redaction: HTTPRedaction
+    let maxHeaderBlockBytes: Int
+    let maxStreams: Int
+    var streams: [H2Stream] = []
+    var completed: [HTTPExchange] = []
+    var requestCount = 0
+    var lastClientStream: UInt32 = 0
+    var goaway: (by: String, code: UInt32, lastStreamId: UInt32)?
+    var wantsDetail: ((UInt64) -> Bool)?
+    let library: NGHTTP2Library?
+    // [0]: blocks the client sends (decoded by the server's context), [1]: the server's.
+    var hpack: [HPACKDecoder?] = [nil, nil]
+    var tableSize: [UInt32] = [4096, 4096]   // SETTINGS_HEADER_TABLE_SIZE allowed for each
+
+    init(redaction: HTTPRedaction, library: NGHTTP2Library?, maxHeaderBlockBytes: Int, maxStreams: Int) {
+        self.redaction = redaction
+        self.library = library
+        self.maxHeaderBlockBytes = maxHeaderBlockBytes
+        self.maxStreams = maxStreams
+    }
+
+    var live: Bool { state == .http2 || state == .detecting }
+
+    func find(_ id: UInt32) -> Int? {
+        var i = streams.count - 1
+        while i >= 0 {
+            if streams[i].id == id { return i }
+            i -= 1
+        }
+        return nil
+    }
+
+    /// The decoder stops: open streams are output, with error "desync" for a capture gap and
+    /// "parse" for anything else.
+    mutating func fail(_ reason: String) {
+        guard live else { return }
+        if state == .detecting && streams.isEmpty {
+            state = .notHTTP2
+            failure = reason
+            return
+        }
+        state = .failed
+        failure = reason
+        let error = reason == "desync" ? "desync" : "parse"
+        for i in streams.indices where !streams[i].responseDone {
+            // (A stream whose response ended is output as it is.)
+            streams[i].ex.error = streams[i].ex.error ?? error
+            streams[i].ex.complete = false
+        }
+        streams.sort { $0.ex.index < $1.ex.index }
+        while !streams.isEmpty { emit(0) }
+    }
+
+    /// Output stream i if both sides are done.
+    mutating func maybeComplete(_ i: Int) {
+        guard streams[i].requestDone && streams[i].responseDone else { return }
+        emit(i)
+    }
+
+    mutating func emit(_ i: Int) {
+        // (Order among open streams does not matter: find scans them all, finish sorts.)
+        let last = streams.count - 1
+        if i != last { streams.swapAt(i, last) }
+        var s = streams.removeLast()
+        if s.grpc, s.ex.http2?.grpc != nil {
+            s.ex.http2!.grpc!.requestMessages = s.requestCount.lost ? nil : s.requestCount.messages
+            s.ex.http2!.grpc!.responseMessages = s.responseCount.lost ? nil : s.responseCount.messages
+        }
+        completed.append(s.ex)
+    }
+
+    mutating func newStream(id: UInt32, startMono: UInt64, pushed: Bool) -> Int? {
+        if streams.count >= maxStreams { fail("too_many_streams"); return nil }
+        let detailed = wantsDetail?(startMono) ?? true
+        var e = HTTPExchange(index: requestCount, method: "", path: "", version: "HTTP/2")
+        e.detailed = detailed
+        if detailed { e.headers.reserveCapacity(4) }
+        e.requestStart = startMono
+        var d = HTTP2Details(streamId: id)
+        d.pushed = pushed
+        e.http2 = d
+        requestCount += 1
+        streams.append(H2Stream(id: id, ex: e))
+        return streams.count - 1
+    }
+}
+
+enum H2BlockKind: UInt8 {
+    case none, request, requestTrailers, response, responseTrailers, push, ignore
+}
+
+enum H2Phase: UInt8 {
+    case preface   // the client's 24-byte preface
+    case header    // a 9-byte frame header
+    case fixed     // fixed-size payload fields (pad length, priority, ids, codes, one setting)
+    case block     // a header block fragment
+    case data      // a DATA payload (skipped, but for gRPC message prefixes)
+    case skip      // bytes not needed, until skipEnd
+    case idle      // nothing more from this direction (before an upgrade, or done)
+}
+
+/// One direction of the connection.
+struct H2Dir {
+    let fromClient: Bool          // the client sends these bytes
+    var phase: H2Phase
+    var pos: UInt64 = 0           // next stream offset to examine
+    var prefaceHave = 0
+    // The current frame.
+    var hdr: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+    var hdrHave = 0
+    var hdrMono: UInt64 = 0       // the segment holding the frame's first byte
+    var type: UInt8 = 0
+    var flags: UInt8 = 0
+    var streamId: UInt32 = 0
+    var length: UInt32 = 0
+    var frameEnd: UInt64 = 0
+    var padLength: UInt64 = 0
+    var framesSeen = 0
+    // Fixed fields.
+    var fix: UInt64 = 0           // big-endian accumulation
+    var fixHave = 0
+    var fixNeed = 0
+    var fixStep: UInt8 = 0        // what the fixed bytes are (see fixedDone)
+    var settingsLeft: UInt32 = 0
+    // Skip.
+    var skipEnd: UInt64 = 0
+    // Header block.
+    var block: H2BlockKind = .none
+    var blockStream: UInt32 = 0   // the stream its fields are for (a promise: the promised one)
+    var blockEnd: UInt64 = 0      // end of the fragment in this frame
+    var blockBytes = 0
+    var blockEndStream = false    // END_STREAM on the HEADERS frame that opened the block
+    var expectContinuation = false
+    var blockOn: UInt32 = 0       // the stream of the frames carrying it (CONTINUATION must match)
+    var blockStatus = 0
+    // DATA.
+    var dataEnd: UInt64 = 0       // end of the data (before padding)
+    var dataStart: UInt64 = 0
+    var counting = false          // gRPC prefixes are looked for in this frame
+    var idx = -1                  // cached index of streamId in H2Shared.streams (check the id)
+
+    init(fromClient: Bool) {
+        self.fromClient = fromClient
+        phase = fromClient ? .preface : .header
+    }
+
+    var side: String { fromClient ? "client" : "server" }
+
+    var wantFrom: UInt64 {
+        switch phase {
+        case .skip:
+            return skipEnd > pos ? skipEnd - 1 : pos
+        case .data:
+            if counting { return pos }  // refined by H2Core (needs the stream's counter)
+            return frameEnd > pos ? frameEnd - 1 : pos
+        case .idle:
+            return .max
+        default:
+            return pos
+        }
+    }
+
+    mutating func streamIndex(_ s: inout H2Shared) -> Int? {
+        if idx >= 0, idx < s.streams.count, s.streams[idx].id == streamId { return idx }
+        idx = s.find(streamId) ?? -1
+        return idx >= 0 ? idx : nil
+    }
+
+    // MARK: segments
+
+    mutating func feed(_ offset: UInt64, _ p: UnsafePointer<UInt8>?, _ count: Int, _ ioEndIn: UInt64, _ mono: UInt64, _ s: inout H2Shared) {
+        let (capEnd, overflow) = offset.addingReportingOverflow(UInt64(count))
+        if overflow { s.fail("desync"); return }
+        let ioEnd = max(ioEndIn, capEnd)
+        while s.live {
+            switch phase {
+            case .idle:
+                return
+            case .skip:
+                if ioEnd < skipEnd { return }
+                pos = skipEnd
+                if pos == frameEnd { frameDone(mono, &s) } else { phase = .header }
+            case .data:
+                if !counting || pos >= dataEnd {
+                    phase = .skip
+                    skipEnd = frameEnd
+                    continue
+                }
+                guard let i = streamIndex(&s) else { counting = false; continue }
+                let c = fromClient ? s.streams[i].requestCount : s.streams[i].responseCount
+                if c.lost { counting = false; continue }
+                if c.left > 0 {
+                    // Inside a message: skip to its end (or the data's).
+                    let target = min(dataEnd, pos + c.left)
+                    let reach = min(target, ioEnd)
+                    if reach <= pos { return }
+                    if fromClient { s.streams[i].requestCount.left -= reach - pos } else { s.streams[i].responseCount.left -= reach - pos }
+                    pos = reach
+                    if pos < target { return }
+                    continue
+                }
+                // The next prefix byte: optional.
+                if pos >= capEnd || offset > pos || p == nil {
+                    if pos >= capEnd && ioEnd <= pos { return }   // not moved yet
+                    if fromClient { s.streams[i].requestCount.lost = true } else { s.streams[i].responseCount.lost = true }
+                    counting = false
+                    continue
+                }
+                var k = Int(pos - offset)
+                let stop = Int(min(capEnd, dataEnd) - offset)
+                var cc = c
+                while k < stop {
+                    let b = p![k]
+                    if cc.prefixHave == 0 {
+                        cc.messages += 1
+                        cc.length = 0
+                    } else {
+                        cc.length = cc.length << 8 | UInt32(b)
+                    }
+                    cc.prefixHave += 1
+                    k += 1
+                    if cc.prefixHave == 5 {
+                        cc.prefixHave = 0
+                        cc.left = UInt64(cc.length)
+                        break
+                    }
+                }
+                pos = offset + UInt64(k)
+                if fromClient { s.streams[i].requestCount = cc } else { s.streams[i].responseCount = cc }
+            default:
+                if pos >= capEnd {
+                    // Nothing captured at or after pos; if the call moved bytes there, they are lost.
+                    if ioEnd > pos { gap(&s) }
+                    return
+                }
+                if offset > pos { gap(&s); return }
+                guard let p else { return }
+                consume(p + Int(pos - offset), Int(capEnd - pos), mono, &s)
+            }
+        }
+    }
+
+    private func gap(_ s: inout H2Shared) {
+        s.fail(s.state == .detecting && framesSeen == 0 && prefaceHave == 0 ? "missed_start" : "desync")
+    }
+
+    /// Needed bytes at pos: `q[0..<n]` are the stream's bytes from pos on.
+    private mutating func consume(_ q: UnsafePointer<UInt8>, _ n: Int, _ mono: UInt64, _ s: inout H2Shared) {
+        switch phase {
+        case .preface:
+            let pre = HTTP2Connection.preface
+            var k = 0
+            while k < n, prefaceHave < pre.count {
+                if q[k] != pre[prefaceHave] { s.fail("not_http2"); return }
+                prefaceHave += 1
+                k += 1
+            }
+            pos += UInt64(k)
+            if prefaceHave == pre.count {
+                if s.state == .detecting {
+                    if s.library == nil { s.fail("no_nghttp2"); return }
+                    s.state = .http2
+                }
+                phase = .header
+            }
+        case .header:
+            if hdrHave == 0 && n >= 9 {
+                // The whole frame header at once (the usual case).
+                hdrMono = mono
+                hdr = (q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8])
+                pos += 9
+                frameHeader(mono, &s)
+                return
+            }
+            var k = 0
+            withUnsafeMutableBytes(of: &hdr) { h in
+                while k < n, hdrHave < 9 {
+                    if hdrHave == 0 { hdrMono = mono }
+                    h[hdrHave] = q[k]
+                    hdrHave += 1
+                    k += 1
+                }
+            }
+            pos += UInt64(k)
+            if hdrHave == 9 {
+                hdrHave = 0
+                frameHeader(mono, &s)
+            }
+        case .fixed:
+            var k = 0
+            while k < n, fixHave < fixNeed {
+                fix = fix << 8 | UInt64(q[k])
+                fixHave += 1
+                k += 1
+            }
+            pos += UInt64(k)
+            if fixHave == fixNeed { fixedDone(mono, &s) }
+        case .block:
+            let take = Int(min(UInt64(n), blockEnd - pos))
+            blockFragment(q, take, mono, &s)
+        default:
+            return
+        }
+    }
+
+    // MARK: frames
+
+    static let data: UInt8 = 0, headers: UInt8 = 1, priority: UInt8 = 2, rstStream: UInt8 = 3, settings: UInt8 = 4,
+               pushPromise: UInt8 = 5, ping: UInt8 = 6, goaway: UInt8 = 7, windowUpdate: UInt8 = 8, continuation: UInt8 = 9
+    static let endStream: UInt8 = 0x1, ack: UInt8 = 0x1, endHeaders: UInt8 = 0x4, padded: UInt8 = 0x8, priorityFlag: UInt8 = 0x20
+
+    private mutating func frameHeader(_ mono: UInt64, _ s: inout H2Shared) {
+        length = UInt32(hdr.0) << 16 | UInt32(hdr.1) << 8 | UInt32(hdr.2)
+        type = hdr.3
+        flags = hdr.4
+        streamId = (UInt32(hdr.5) << 24 | UInt32(hdr.6) << 16 | UInt32(hdr.7) << 8 | UInt32(hdr.8)) & 0x7fff_ffff
+        frameEnd = pos + UInt64(length)
+        padLength = 0
+        framesSeen += 1
+        if framesSeen == 1, type != H2Dir.settings || flags & H2Dir.ack != 0 {
+            // Each side's first frame is its SETTINGS (RFC 9113 3.4).
+            s.fail(s.state == .detecting ? "not_http2" : "frame")
+            return
+        }
+        if expectContinuation, type != H2Dir.continuation || streamId != blockOn {
+            s.fail("frame")
+            return
+        }
+        switch type {
+        case H2Dir.data:
+            guard streamId != 0 else { s.fail("frame"); return }
+            counting = false
+            if flags & H2Dir.padded != 0 {
+                guard length >= 1 else { s.fail("frame"); return }
+                startFixed(1, step: 1)
+            } else {
+                startData(&s)
+            }
+        case H2Dir.headers:
+            guard streamId != 0 else { s.fail("frame"); return }
+            startBlock(mono, &s)
+            let need = (flags & H2Dir.padded != 0 ? 1 : 0) + (flags & H2Dir.priorityFlag != 0 ? 5 : 0)
+            if need > 0 {
+                guard length >= need else { s.fail("frame"); return }
+                startFixed(need, step: 2)
+            } else {
+                enterBlock(mono, &s)
+            }
+        case H2Dir.continuation:
+            guard expectContinuation else { s.fail("frame"); return }
+            countHeaderBytes(&s)
+            enterBlock(mono, &s)
+        case H2Dir.pushPromise:
+            guard streamId != 0, !fromClient else { s.fail("frame"); return }
+            let need = (flags & H2Dir.padded != 0 ? 1 : 0) + 4
+            guard length >= need else { s.fail("frame"); return }
+            block = .push
+            blockStream = 0
+            blockOn = streamId
+            blockBytes = 0
+            blockEndStream = false
+            blockStatus = 0
+            startFixed(need, step: 3)
+        case H2Dir.rstStream:
+            guard length == 4, streamId != 0 else { s.fail("frame"); return }
+            startFixed(4, step: 4)
+        case H2Dir.settings:
+            guard streamId == 0, length % 6 == 0 else { s.fail("frame"); return }
+            if flags & H2Dir.ack != 0 {
+                guard length == 0 else { s.fail("frame"); return }
+                frameDone(mono, &s)
+            } else if length == 0 {
+                frameDone(mono, &s)
+            } else {
+                settingsLeft = length / 6
+                startFixed(6, step: 5)
+            }
+        case H2Dir.goaway:
+            guard streamId == 0, length >= 8 else { s.fail("frame"); return }
+            startFixed(8, step: 6)
+        default:
+            // PRIORITY, PING, WINDOW_UPDATE, extensions: not needed.
+            startSkip(frameEnd, mono, &s)
+        }
+    }
+
+    private mutating func startFixed(_ n: Int, step: UInt8) {
+        phase = .fixed
+        fix = 0
+        fixHave = 0
+        fixNeed = n
+        fixStep = step
+    }
+
+    private mutating func startSkip(_ end: UInt64, _ mono: UInt64, _ s: inout H2Shared) {
+        if end == pos {
+            if pos == frameEnd { frameDone(mono, &s) } else { phase = .header }
+            return
+        }
+        phase = .skip
+        skipEnd = end
+    }
+
+    private mutating func fixedDone(_ mono: UInt64, _ s: inout H2Shared) {
+        let v = fix
+        switch fixStep {
+        case 1:                                   // DATA pad length
+            padLength = v
+            guard padLength < UInt64(length) else { s.fail("frame"); return }
+            startData(&s)
+        case 2:                                   // HEADERS pad length and/or priority
+            if flags & H2Dir.padded != 0 {
+                padLength = flags & H2Dir.priorityFlag != 0 ? v >> 40 : v
+                guard padLength <= UInt64(length) - UInt64(fixNeed) else { s.fail("frame"); return }
+            }
+            enterBlock(mono, &s)
+        case 3:                                   // PUSH_PROMISE pad length, promised stream id
+            if flags & H2Dir.padded != 0 {
+                padLength = v >> 32
+                guard padLength <= UInt64(length) - 5 else { s.fail("frame"); return }
+            }
+            let promised = UInt32(truncatingIfNeeded: v) & 0x7fff_ffff
+            startPush(promised, &s)
+            enterBlock(mono, &s)
+        case 4:                                   // RST_STREAM error code
+            fix = v
+            frameDone(mono, &s)
+        case 5:                                   // one setting
+            let id = UInt16(truncatingIfNeeded: v >> 32), value = UInt32(truncatingIfNeeded: v)
+            if id == 1 {
+                // SETTINGS_HEADER_TABLE_SIZE: limits the blocks the other side sends.
+                let other = fromClient ? 1 : 0
+                s.tableSize[other] = max(s.tableSize[other], value)
+                s.hpack[other]?.allowTableSize(value)
+            }
+            settingsLeft -= 1
+            if settingsLeft > 0 { startFixed(6, step: 5) } else { frameDone(mono, &s) }
+        case 6:                                   // GOAWAY last stream id, error code
+            fix = v
+            let last = UInt32(truncatingIfNeeded: v >> 32) & 0x7fff_ffff, code = UInt32(truncatingIfNeeded: v)
+            goawayReceived(last: last, code: code, &s)
+            startSkip(frameEnd, mono, &s)
+        default:
+            s.fail("frame")
+        }
+    }
+
+    private mutating func startData(_ s: inout H2Shared) {
+        dataStart = pos
+        dataEnd = frameEnd - padLength
+        counting = false
+        if let i = streamIndex(&s), s.streams[i].grpc {
+            let c = fromClient ? s.streams[i].requestCount : s.streams[i].responseCount
+            counting = !c.lost
+        }
+        phase = .data
+    }
+
+    /// A frame's last byte moved (at `mono`).
+    private mutating func frameDone(_ mono: UInt64, _ s: inout H2Shared) {
+        phase = .header
+        switch type {
+        case H2Dir.data:
+            guard let i = streamIndex(&s) else { return }
+            let bytes = dataEnd - dataStart
+            if fromClient {
+                s.streams[i].ex.requestBodyBytes &+= bytes
+            } else {
+                s.streams[i].ex.responseBodyBytes &+= bytes
+            }
+            if flags & H2Dir.endStream != 0 { sideEnded(i, mono, &s) }
+        case H2Dir.headers, H2Dir.continuation, H2Dir.pushPromise:
+            if flags & H2Dir.endHeaders != 0 {
+                expectContinuation = false
+                blockDone(mono, &s)
+            } else {
+                expectContinuation = true
+            }
+        case H2Dir.rstStream:
+            guard let i = streamIndex(&s) else { return }
+            let code = UInt32(truncatingIfNeeded: fix)
+            if code == 0 && s.streams[i].responseDone {
+                // NO_ERROR after the whole response: the request was not needed any more.
+                s.streams[i].ex.complete = s.streams[i].ex.error == nil
+            } else {
+                s.streams[i].ex.error = "rst_stream:" + HTTP2ErrorCode.name(code)
+                s.streams[i].ex.complete = false
+                s.streams[i].ex.http2?.resetBy = side
+            }
+            s.emit(i)
+            idx = -1
+        default:
+            break
+        }
+    }
+
+    private mutating func sideEnded(_ i: Int, _ mono: UInt64, _ s: inout H2Shared) {
+        if fromClient {
+            s.streams[i].requestDone = true
+            s.streams[i].ex.requestEnd = mono
+        } else {
+            s.streams[i].responseDone = true
+            s.streams[i].ex.responseEnd = mono
+            s.streams[i].ex.complete = s.streams[i].ex.error == nil
+            if s.streams[i].ex.status == nil {
+                // END_STREAM before a final response: cut short.
+                s.streams[i].ex.complete = false
+                s.streams[i].ex.error = s.streams[i].ex.error ?? "incomplete"
+            }
+        }
+        s.maybeComplete(i)
+        idx = -1
+    }
+
+    private mutating func goawayReceived(last: UInt32, code: UInt32, _ s: inout H2Shared) {
+        s.goaway = (side, code, last)
+        // Streams the receiver opened above `last` were not processed: they end now.
+        let receiverOpensOdd = !fromClient   // a server's GOAWAY refuses client (odd) streams
+        var i = 0
+        while i < s.streams.count {
+            let id = s.streams[i].id
+            if id > last, (id & 1 == 1) == receiverOpensOdd {
+                s.streams[i].ex.error = s.streams[i].ex.error ?? ("goaway:" + HTTP2ErrorCode.name(code))
+                s.streams[i].ex.complete = false
+                s.emit(i)
+            } else {
+                i += 1
+            }
+        }
+        idx = -1
+    }
+
+    // MARK: header blocks
+
+    private mutating func countHeaderBytes(_ s: inout H2Shared) {
+        let bytes = 9 + UInt64(length)
+        guard block != .ignore, block != .none, let i = s.find(blockStream) else { return }
+        switch block {
+        case .request, .requestTrailers, .push: s.streams[i].ex.requestHeaderBytes &+= bytes
+        default: s.streams[i].ex.responseHeaderBytes &+= bytes
+        }
+    }
+
+    /// A HEADERS frame opens a block: which stream and which message it is.
+    private mutating func startBlock(_ mono: UInt64, _ s: inout H2Shared) {
+        blockStream = streamId
+        blockOn = streamId
+        blockBytes = 0
+        blockEndStream = flags & H2Dir.endStream != 0
+        blockStatus = 0
+        if fromClient {
+            if let i = s.find(streamId) {
+                block = s.streams[i].requestHeaders ? .requestTrailers : .request
+                if block == .request { s.streams[i].ex.requestStart = hdrMono }
+            } else if streamId & 1 == 1, streamId > s.lastClientStream {
+                s.lastClientStream = streamId
+                block = s.newStream(id: streamId, startMono: hdrMono, pushed: false) != nil ? .request : .ignore
+            } else {
+                block = .ignore   // a closed stream: decoded for the dynamic table only
+            }
+        } else {
+            if let i = s.find(streamId) {
+                if s.streams[i].responseFinal {
+                    block = .responseTrailers
+                } else {
+                    block = .response
+                    if s.streams[i].ex.responseStart == nil { s.streams[i].ex.responseStart = hdrMono }
+                }
+            } else {
+                block = .ignore
+            }
+        }
+        countHeaderBytes(&s)
+    }
+
+    private mutating func startPush(_ promised: UInt32, _ s: inout H2Shared) {
+        blockStream = promised
+        if promised != 0, promised & 1 == 0, s.find(promised) == nil, s.find(streamId) != nil,
+           s.newStream(id: promised, startMono: hdrMono, pushed: true) != nil {
+            block = .push
+            countHeaderBytes(&s)
+        } else {
+            block = s.live ? .ignore : .none
+        }
+    }
+
+    /// Bytes of the fragment in this frame start at pos.
+    private mutating func enterBlock(_ mono: UInt64, _ s: inout H2Shared) {
+        guard s.live else { return }
+        blockEnd = frameEnd - padLength
+        phase = .block
+        if blockEnd == pos { blockFragment(nil, 0, mono, &s) }
+    }
+
+    private mutating func blockFragment(_ q: UnsafePointer<UInt8>?, _ n: Int, _ mono: UInt64, _ s: inout H2Shared) {
+        blockBytes += n
+        if blockBytes > s.maxHeaderBlockBytes { s.fail("header_block_too_large"); return }
+        let dirIndex = fromClient ? 0 : 1
+        if s.hpack[dirIndex] == nil {
+            guard let lib = s.library else { s.fail("no_nghttp2"); return }
+            guard let d = HPACKDecoder(lib) else { s.fail("hpack"); return }
+            d.allowTableSize(s.tableSize[dirIndex])
+            s.hpack[dirIndex] = d
+        }
+        let final = flags & H2Dir.endHeaders != 0 && pos + UInt64(n) == blockEnd
+        let decoder = s.hpack[dirIndex]!
+        let kind = block
+        var target = -1
+        if kind != .ignore && kind != .none { target = s.find(blockStream) ?? -1 }
+        let ok: Bool
+        if final, blockBytes == n, let q, n > 0 {
+            // The whole block at once (the usual case): the fast path skips unread fields.
+            ok = decoder.decodeBlock(q, n) { name, value in
+                if target >= 0 { field(kind, target, name, value, &s) }
+            }
+        } else {
+            ok = decoder.decode(q, n, final: final) { name, value in
+                if target >= 0 { field(kind, target, name, value, &s) }
+            }
+        }
+        if !ok { s.fail("hpack"); return }
+        pos += UInt64(n)
+        if pos == blockEnd {
+            if frameEnd > blockEnd { startSkip(frameEnd, mono, &s) } else { frameDone(mono, &s) }
+        }
+    }
+
+    /// One decoded header field of the current block, for stream index i.
+    private mutating func field(_ kind: H2BlockKind, _ i: Int, _ name: UnsafeBufferPointer<UInt8>,
+                                _ value: UnsafeBufferPointer<UInt8>, _ s: inout H2Shared) {
+        let n = name.count
+        guard n > 0, let np = name.baseAddress else { return }
+        let detailed = s.streams[i].ex.detailed
+        @inline(__always) func str() -> String { String(decoding: value, as: UTF8.self) }
+        switch kind {
+        case .request, .push:
+            if np[0] == 58 {   // ':'
+                switch n {
+                case 7:
+                    if H2Names.equals(np, ":method") {
+                        s.streams[i].ex.method = str()
+                        if value.count == 7, let v = value.baseAddress, H2Names.equals(v, "CONNECT") { s.streams[i].ex.isConnect = true }
+                    }
+                case 5:
+                    if H2Names.equals(np, ":path"), value.count > 0 {
+                        if detailed { s.streams[i].ex.path = HTTP1Syntax.redactTarget(value, s.redaction, isConnect: false).0 }
+                    }
+                case 10:
+                    if H2Names.equals(np, ":authority") {
+                        let v = str()
+                        s.streams[i].ex.host = v
+                        if detailed { s.streams[i].ex.headers.append(("request.host", v)) }
+                    }
+                default:
+                    break
+                }
+                return
+            }
+            switch n {
+            case 4:
+                if H2Names.equals(np, "host"), s.streams[i].ex.host == nil {
+                    let v = str()
+                    s.streams[i].ex.host = v
+                    if detailed { s.streams[i].ex.headers.append(("request.host", v)) }
+                }
+            case 10:
+                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].ex.headers.append(("request.user-agent", str())) }
+            case 12:
+                if H2Names.equals(np, "content-type") {
+                    if H2Names.isGRPC(value) { s.streams[i].grpc = true }
+                    if detailed { s.streams[i].ex.headers.append(("request.content-type", str())) }
+                }
+            case 14:
+                if detailed, H2Names.equals(np, "content-length") { s.streams[i].ex.headers.append(("request.content-length", str())) }
+            default:
+                break
+            }
+        case .response, .responseTrailers:
+            if np[0] == 58 {
+                if kind == .response, n == 7, H2Names.equals(np, ":status") { blockStatus = H2Names.status(value) ?? -1 }
+                return
+            }
+            switch n {
+            case 10:
+                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].ex.headers.append(("response.user-agent", str())) }
+            case 11:
+                if H2Names.equals(np, "grpc-status") {
+                    grpcDetails(i, &s)
+                    if s.streams[i].ex.http2?.grpc != nil { s.streams[i].ex.http2!.grpc!.status = H2Names.decimal(value) }
+                }
+            case 12:
+                if H2Names.equals(np, "content-type") {
+                    if H2Names.isGRPC(value) { s.streams[i].grpc = true }
+                    if detailed { s.streams[i].ex.headers.append(("response.content-type", str())) }
+                } else if H2Names.equals(np, "grpc-message") {
+                    grpcDetails(i, &s)
+                    if s.streams[i].ex.http2?.grpc != nil {
+                        s.streams[i].ex.http2!.grpc!.message = value.isEmpty ? "" : s.redaction.query ? "REDACTED" : str()
+                    }
+                }
+            case 14:
+                if detailed, H2Names.equals(np, "content-length") { s.streams[i].ex.headers.append(("response.content-length", str())) }
+            default:
+                break
+            }
+        case .requestTrailers, .ignore, .none:
+            break
+        }
+    }
+
+    /// The gRPC details of stream i, created on first need (detailed exchanges only).
+    private func grpcDetails(_ i: Int, _ s: inout H2Shared) {
+        guard s.streams[i].ex.detailed, s.streams[i].ex.http2?.grpc == nil else { return }
+        var g = GRPCDetails()
+        (g.service, g.method) = H2Names.grpcNames(s.streams[i].ex.path)
+        s.streams[i].ex.http2!.grpc = g
+        s.streams[i].grpc = true
+    }
+
+    /// The block ended (END_HEADERS frame's last byte at `mono`).
+    private mutating func blockDone(_ mono: UInt64, _ s: inout H2Shared) {
+        let kind = block
+        block = .none
+        guard kind != .ignore, kind != .none, let i = s.find(blockStream) else { return }
+        idx = -1
+        switch kind {
+        case .request:
+            s.streams[i].requestHeaders = true
+            if s.streams[i].grpc { grpcDetails(i, &s) }
+            if s.streams[i].ex.isConnect && s.streams[i].ex.path.isEmpty && s.streams[i].ex.detailed {
+                s.streams[i].ex.path = s.streams[i].ex.host ?? ""
+            }
+            if blockEndStream {
+                s.streams[i].requestDone = true
+                s.streams[i].ex.requestEnd = mono
+                s.maybeComplete(i)
+            }
+        case .requestTrailers:
+            if blockEndStream {
+                s.streams[i].requestDone = true
+                s.streams[i].ex.requestEnd = mono
+                s.maybeComplete(i)
+            }
+        case .push:
+            s.streams[i].requestHeaders = true
+            s.streams[i].requestDone = true
+            s.streams[i].ex.requestEnd = mono
+            s.streams[i].ex.requestStart = mono
+            if s.streams[i].grpc { grpcDetails(i, &s) }
+        case .response:
+            let status = blockStatus
+            if status >= 100 && status < 200 {
+                s.streams[i].ex.interim += 1
+            } else {
+                s.streams[i].responseFinal = true
+                s.streams[i].ex.status = status > 0 ? status : nil
+                s.streams[i].ex.responseVersion = "HTTP/2"
+                if s.streams[i].grpc { grpcDetails(i, &s) }
+            }
+            if blockEndStream { sideEnded(i, mono, &s) }
+        case .responseTrailers:
+            if blockEndStream { sideEnded(i, mono, &s) }
+        default:
+            break
+        }
+    }
+}
+
+struct H2Core {
+    let role: HTTPRole
+    var client = H2Dir(fromClient: true)
+    var server = H2Dir(fromClient: false)
+    var sh: H2Shared
+
+    init(role: HTTPRole, redaction: HTTPRedaction, library: NGHTTP2Library?, maxHeaderBlockBytes: Int, maxStreams: Int) {
+        self.role = role
+        sh = H2Shared(redaction: redaction, library: library, maxHeaderBlockBytes: maxHeaderBlockBytes, maxStreams: maxStreams)
+    }
+
+    @inline(__always) private func fromClient(_ dir: HTTPDirection) -> Bool {
+        (dir == .out) == (role == .client)
+    }
+
+    mutating func startUpgraded(_ upgraded: HTTPExchange, clientOffset: UInt64, serverOffset: UInt64) {
+        client.pos = clientOffset
+        server.pos = serverOffset
+        var e = upgraded
+        e.index = 0
+        e.version = "HTTP/2"
+        e.http2 = HTTP2Details(streamId: 1)
+        e.status = nil
+        e.complete = false
+        e.upgraded = false
+        e.error = nil
+        var st = H2Stream(id: 1, ex: e)
+        st.requestHeaders = true
+        st.requestDone = true
+        sh.streams.append(st)
+        sh.requestCount = 1
+        sh.lastClientStream = 1
+    }
+
+    mutating func feed(_ dir: HTTPDirection, offset: UInt64, bytes: UnsafePointer<UInt8>?, count: Int, ioEnd: UInt64, mono: UInt64) {
+        guard sh.live else { return }
+        if fromClient(dir) {
+            client.feed(offset, bytes, count, ioEnd, mono, &sh)
+        } else {
+            server.feed(offset, bytes, count, ioEnd, mono, &sh)
+        }
+    }
+
+    func wantFrom(_ dir: HTTPDirection) -> UInt64 {
+        guard sh.live else { return .max }
+        let d = fromClient(dir) ? client : server
+        if d.phase == .data && d.counting {
+            // A gRPC stream's DATA: its next message prefix, or the frame's last byte.
+            if let i = sh.find(d.streamId) {
+                let c = d.fromClient ? sh.streams[i].requestCount : sh.streams[i].responseCount
+                if !c.lost {
+                    let next = c.left > 0 ? d.pos + c.left : d.pos
+                    if next < d.dataEnd { return next }
+                }
+            }
+            return d.frameEnd > d.pos ? d.frameEnd - 1 : d.pos
+        }
+        return d.wantFrom
+    }
+
+    mutating func finish(mono: UInt64) {
+        guard sh.live else { return }
+        if sh.state == .detecting && sh.streams.isEmpty {
+            sh.state = .notHTTP2
+            if client.prefaceHave > 0 { sh.failure = "incomplete" }
+            return
+        }
+        let cut = sh.goaway.map { $0.code != 0 ? "goaway:" + HTTP2ErrorCode.name($0.code) : "incomplete" } ?? "incomplete"
+        for i in sh.streams.indices {
+            if sh.streams[i].responseDone {
+                continue
+            }
+            sh.streams[i].ex.complete = false
+            sh.streams[i].ex.error = sh.streams[i].ex.error ?? cut
+        }
+        sh.streams.sort { $0.ex.index < $1.ex.index }
+        while !sh.streams.isEmpty { sh.emit(0) }
+        sh.state = .closed
+    }
+}
+
+// MARK: - names and values on raw bytes
+
+enum H2Names {
+    /// Exact bytes (HTTP/2 field names are lowercase).
+    @inline(__always) static func equals(_ p: UnsafePointer<UInt8>, _ lit: StaticString) -> Bool {
+        let l = lit.utf8Start
+        for k in 0..<lit.utf8CodeUnitCount where p[k] != l[k] { return false }
+        return true
+    }
+
+    /// content-type application/grpc, application/grpc+proto, application/grpc;...
+    static func isGRPC(_ v: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard v.count >= 16, let p = v.baseAddress else { return false }
+        guard HTTP1Syntax.nameIs(p, "application/grpc") else { return false }
+        if v.count == 16 { return true }
+        let c = p[16]
+        return c == 43 || c == 59 || c == 32   // '+' ';' ' '
+    }
+
+    static func status(_ v: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard v.count == 3 else { return nil }
+        return decimal(v)
+    }
+
+    static func decimal(_ v: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !v.isEmpty, v.count <= 9 else { return nil }
+        var n = 0
+        for b in v {
+            guard b >= 48, b <= 57 else { return nil }
+            n = n * 10 + Int(b - 48)
+        }
+        return n
+    }
+
+    /// "/pkg.Service/Method" -> ("pkg.Service", "Method").
+    static func grpcNames(_ path: String) -> (String?, String?) {
+        let u = Array(path.utf8)
+        guard u.count >= 4, u[0] == 47, let slash = u.lastIndex(of: 47), slash > 1, slash < u.count - 1 else { return (nil, nil) }
+        if u[1..<slash].contains(63) || u[(slash + 1)...].contains(63) { return (nil, nil) }   // a query: not gRPC's form
+        return (String(decoding: u[1..<slash], as: UTF8.self), String(decoding: u[(slash + 1)...], as: UTF8.self))
+    }
+}

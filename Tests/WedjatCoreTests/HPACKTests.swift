@@ -1,0 +1,228 @@
+import XCTest
+import WedjatCore
+
+/// RFC 7541 Appendix C.3 to C.6 through libnghttp2's decoder (loaded with dlopen), each block
+/// whole, split at every byte boundary, and byte by byte: the same fields and the same dynamic
+/// table after each block.
+final class HPACKTests: XCTestCase {
+    private func hex(_ s: String) -> [UInt8] {
+        let digits = Array(s.filter { !$0.isWhitespace })
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
+    }
+
+    private struct Step {
+        var block: [UInt8]
+        var fields: [(String, String)]
+        var table: [(String, String)]
+        var size: Int
+    }
+
+    private let date1 = "Mon, 21 Oct 2013 20:13:21 GMT", date2 = "Mon, 21 Oct 2013 20:13:22 GMT"
+    private let loc = "https://www.example.com"
+    private let cookie = "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1"
+    // A dynamic table size update to 256, the size Appendix C.5 and C.6 assume (an encoder
+    // signals it this way when the decoder's SETTINGS lowered the limit).
+    private let sizeUpdate256: [UInt8] = [0x3f, 0xe1, 0x01]
+
+    private var requests: (plain: [Step], huffman: [Step]) {
+        let f1 = [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")]
+        let f2 = f1 + [("cache-control", "no-cache")]
+        let f3 = [(":method", "GET"), (":scheme", "https"), (":path", "/index.html"), (":authority", "www.example.com"),
+                  ("custom-key", "custom-value")]
+        let t1 = [(":authority", "www.example.com")]
+        let t2 = [("cache-control", "no-cache")] + t1
+        let t3 = [("custom-key", "custom-value")] + t2
+        let plain = [
+            Step(block: hex("8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d"), fields: f1, table: t1, size: 57),
+            Step(block: hex("8286 84be 5808 6e6f 2d63 6163 6865"), fields: f2, table: t2, size: 110),
+            Step(block: hex("8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65"), fields: f3, table: t3, size: 164),
+        ]
+        let huffman = [
+            Step(block: hex("8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff"), fields: f1, table: t1, size: 57),
+            Step(block: hex("8286 84be 5886 a8eb 1064 9cbf"), fields: f2, table: t2, size: 110),
+            Step(block: hex("8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf"), fields: f3, table: t3, size: 164),
+        ]
+        return (plain, huffman)
+    }
+
+    private var responses: (plain: [Step], huffman: [Step]) {
+        let f1 = [(":status", "302"), ("cache-control", "private"), ("date", date1), ("location", loc)]
+        let f2 = [(":status", "307"), ("cache-control", "private"), ("date", date1), ("location", loc)]
+        let f3 = [(":status", "200"), ("cache-control", "private"), ("date", date2), ("location", loc),
+                  ("content-encoding", "gzip"), ("set-cookie", cookie)]
+        let t1 = [("location", loc), ("date", date1), ("cache-control", "private"), (":status", "302")]
+        let t2 = [(":status", "307"), ("location", loc), ("date", date1), ("cache-control", "private")]
+        let t3 = [("set-cookie", cookie), ("content-encoding", "gzip"), ("date", date2)]
+        let plain = [
+            Step(block: sizeUpdate256 + hex("""
+                4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133
+                2032 303a 3133 3a32 3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70 6c65 2e63 6f6d
+                """), fields: f1, table: t1, size: 222),
+            Step(block: hex("4803 3330 37c1 c0bf"), fields: f2, table: t2, size: 222),
+            Step(block: hex("""
+                88c1 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3220 474d
+                54c0 5a04 677a 6970 7738 666f 6f3d 4153 444a 4b48 514b 425a 584f 5157 454f 5049
+                5541 5851 5745 4f49 553b 206d 6178 2d61 6765 3d33 3630 303b 2076 6572 7369 6f6e 3d31
+                """), fields: f3, table: t3, size: 215),
+        ]
+        let huffman = [
+            Step(block: sizeUpdate256 + hex("""
+                4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6
+                2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3
+                """), fields: f1, table: t1, size: 222),
+            Step(block: hex("4883 640e ffc1 c0bf"), fields: f2, table: t2, size: 222),
+            Step(block: hex("""
+                88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab
+                77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f
+                9587 3160 65c0 03ed 4ee5 b106 3d50 07
+                """), fields: f3, table: t3, size: 215),
+        ]
+        return (plain, huffman)
+    }
+
+    private func library() throws -> NGHTTP2Library {
+        guard let lib = NGHTTP2Library.shared else { throw XCTSkip("libnghttp2.so.14 is not installed") }
+        return lib
+    }
+
+    private func pairs(_ f: [(String, String)]) -> [String] { f.map { "\($0.0): \($0.1)" } }
+
+    /// Decodes the steps in order; block `splitBlock` is fed in pieces cut at `cuts`.
+    private func run(_ steps: [Step], _ lib: NGHTTP2Library, splitBlock: Int = -1, cuts: [Int] = [],
+                     file: StaticString = #filePath, line: UInt = #line) {
+        let d = HPACKDecoder(lib)!
+        for (b, step) in steps.enumerated() {
+            var got: [(String, String)] = []
+            let bounds = b == splitBlock ? [0] + cuts + [step.block.count] : [0, step.block.count]
+            step.block.withUnsafeBufferPointer { buf in
+                for k in 0..<(bounds.count - 1) {
+                    let from = bounds[k], to = bounds[k + 1]
+                    let ok = d.decode(buf.baseAddress! + from, to - from, final: k == bounds.count - 2) { n, v in
+                        got.append((String(decoding: n, as: UTF8.self), String(decoding: v, as: UTF8.self)))
+                    }
+                    XCTAssertTrue(ok, "block \(b) cuts \(cuts): decoding failed", file: file, line: line)
+                }
+            }
+            XCTAssertEqual(pairs(got), pairs(step.fields), "block \(b) cuts \(cuts)", file: file, line: line)
+            XCTAssertEqual(pairs(d.dynamicTable ?? []), pairs(step.table), "table after block \(b) cuts \(cuts)", file: file, line: line)
+            XCTAssertEqual(d.dynamicTableSize, step.size, "table size after block \(b)", file: file, line: line)
+        }
+    }
+
+    private func everySplit(_ steps: [Step]) throws {
+        let lib = try library()
+        run(steps, lib)
+        for (b, step) in steps.enumerated() {
+            for k in 1..<step.block.count { run(steps, lib, splitBlock: b, cuts: [k]) }
+            run(steps, lib, splitBlock: b, cuts: Array(1..<step.block.count))   // byte by byte
+        }
+    }
+
+    func testC3RequestsWithoutHuffman() throws { try everySplit(requests.plain) }
+    func testC4RequestsWithHuffman() throws { try everySplit(requests.huffman) }
+    func testC5ResponsesWithoutHuffman() throws { try everySplit(responses.plain) }
+    func testC6ResponsesWithHuffman() throws { try everySplit(responses.huffman) }
+
+    /// decodeBlock (whole blocks, fields nobody reads skipped) gives what decode gives, less
+    /// the skipped fields, and leaves the same dynamic table: the RFC examples and blocks of
+    /// every representation the encoder makes (indexed, incremental, never indexed).
+    func testWholeBlockFastPathMatchesLibnghttp2() throws {
+        let lib = try library()
+        func skipped(_ name: String) -> Bool {
+            // a literal not indexed whose static name is not wanted is passed over
+            ["server", "date", "etag", "last-modified", "accept-ranges", "cache-control", "set-cookie", "location",
+             "content-encoding", "cookie", "authorization"].contains(name)
+        }
+        for steps in [requests.plain, requests.huffman, responses.plain, responses.huffman] {
+            let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+            for step in steps {
+                var full: [(String, String)] = [], fast: [(String, String)] = []
+                XCTAssertTrue(a.decode(step.block, step.block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+                XCTAssertTrue(step.block.withUnsafeBufferPointer { buf in
+                    b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+                })
+                XCTAssertEqual(pairs(fast), pairs(full), "RFC examples index or add every field: nothing to skip")
+                XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []))
+            }
+        }
+        guard let enc = HPACKEncoder(lib) else { throw XCTSkip("no deflater") }
+        let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+        var rng = SystemRandomNumberGenerator()
+        let names = [":status", ":method", ":path", ":authority", "server", "date", "etag", "content-type", "content-length",
+                     "user-agent", "grpc-status", "grpc-message", "x-custom", "set-cookie", "host", "accept-ranges"]
+        var skippedSeen = 0
+        for round in 0..<400 {
+            var fields: [(String, String)] = []
+            for _ in 0..<Int.random(in: 1...10, using: &rng) {
+                let name = names.randomElement(using: &rng)!
+                let value = ["200", "404", "GET", "/", "/index.html", "x", String(repeating: "v", count: Int.random(in: 0...80, using: &rng)),
+                             "Tue, 24 Nov 2026 11:28:00 GMT"].randomElement(using: &rng)!
+                fields.append((name, value))
+            }
+            let block = enc.encode(fields, neverIndex: round % 3 == 0)
+            var full: [(String, String)] = [], fast: [(String, String)] = []
+            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
+                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+            })
+            XCTAssertEqual(pairs(full), pairs(fields), "round \(round): libnghttp2 decodes what was encoded")
+            // fast = full less some fields, each of them one a fast path may pass over.
+            var j = 0
+            for f in full {
+                if j < fast.count, fast[j] == f { j += 1; continue }
+                XCTAssertTrue(skipped(f.0), "round \(round): \(f.0) missing from the fast path's fields")
+                skippedSeen += 1
+            }
+            XCTAssertEqual(j, fast.count, "round \(round): the fast path's fields in order")
+            XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []), "round \(round): the same table")
+        }
+        XCTAssertGreaterThan(skippedSeen, 100, "fields were passed over")
+    }
+
+    func testGarbageFails() throws {
+        let lib = try library()
+        let d = HPACKDecoder(lib)!
+        // Index 0 is not a valid indexed field; then the context is unusable.
+        XCTAssertFalse(d.decode([0x80], 1, final: true) { _, _ in })
+        XCTAssertTrue(d.failed)
+        XCTAssertFalse(d.decode([0x82], 1, final: true) { _, _ in })
+        // A block cut in the middle of a literal and declared final.
+        let e = HPACKDecoder(lib)!
+        let block = hex("8286 8441 0f77 7777 2e65")
+        XCTAssertFalse(e.decode(block, block.count, final: true) { _, _ in })
+    }
+
+    func testTableSizeLimitFollowsTheDecodersSettings() throws {
+        let lib = try library()
+        let update8192: [UInt8] = [0x3f, 0xe1, 0x3f]   // dynamic table size update to 8192
+        let d = HPACKDecoder(lib)!
+        XCTAssertFalse(d.decode(update8192 + [0x82], 4, final: true) { _, _ in }, "above the default 4096")
+        let e = HPACKDecoder(lib)!
+        e.allowTableSize(8192)
+        var n = 0
+        XCTAssertTrue(e.decode(update8192 + [0x82], 4, final: true) { _, _ in n += 1 })
+        XCTAssertEqual(n, 1)
+        // A lower limit is not enforced by the decoder: the encoder signals it in the block.
+        let f = HPACKDecoder(lib)!
+        f.allowTableSize(0)
+        XCTAssertEqual(f.maxTableSize, 4096)
+        XCTAssertTrue(f.decode([0x82], 1, final: true) { _, _ in })
+    }
+
+    func testMissingLibrary() {
+        XCTAssertNil(NGHTTP2Library.open("libnghttp2-not-there.so.99"))
+    }
+
+    func testEncoderRoundTrip() throws {
+        let lib = try library()
+        guard let enc = HPACKEncoder(lib) else { throw XCTSkip("no deflater") }
+        let d = HPACKDecoder(lib)!
+        for _ in 0..<3 {
+            let fields = [(":method", "POST"), (":path", "/x"), ("content-type", "application/grpc"), ("x-long", String(repeating: "v", count: 300))]
+            let block = enc.encode(fields)
+            var got: [(String, String)] = []
+            XCTAssertTrue(d.decode(block, block.count, final: true) { got.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+            XCTAssertEqual(pairs(got), pairs(fields))
+        }
+    }
+}
