@@ -173,7 +173,7 @@ static int ensure_agent_library(void) {
     agent_api.proc = &wj_proc;
     agent_api.errno_name = wj_errno_name;
     agent_api.conn_snapshot = wj_conn_snapshot;
-    agent_api.conn_want = wj_conn_want;
+    agent_api.http_record_take = wj_framing_record_take;
     if (!init || init(&agent_api, &agent_ops) != 0) {
         snprintf(agent_error, sizeof agent_error, "%.200s does not match this libwedjat.so", path);
         return 0;

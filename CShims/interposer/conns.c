@@ -184,11 +184,6 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->bytes_out, 0);
     WJ_STORE(c->plain_in, 0);
     WJ_STORE(c->plain_out, 0);
-    WJ_STORE(c->want_in, 0);
-    WJ_STORE(c->want_out, 0);
-    WJ_STORE(c->want_plain_in, 0);
-    WJ_STORE(c->want_plain_out, 0);
-    WJ_STORE(c->want_tag, 0);
     WJ_STORE(c->t_open, t_open);
     WJ_STORE(c->t_connected, 0);
     WJ_STORE(c->t_first_out, 0);
@@ -304,92 +299,4 @@ int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out) {
     out->conn_slot = slot;
     copy_counters(-1, c, out);
     return 1;
-}
-
-void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset) {
-    wj_conn *c = wj_conn_at(slot);
-    if (!c || atomic_load(&c->conn_id) != conn_id) return;
-    _Atomic uint64_t *w = (which & WJ_PAYLOAD_PLAIN) ? ((which & WJ_PAYLOAD_OUT) ? &c->want_plain_out : &c->want_plain_in)
-                                                     : ((which & WJ_PAYLOAD_OUT) ? &c->want_out : &c->want_in);
-    if (WJ_LOAD(c->want_tag) != conn_id) {
-        // The first word for this connection: values left by the slot's previous one go.
-        WJ_STORE(c->want_in, 0);
-        WJ_STORE(c->want_out, 0);
-        WJ_STORE(c->want_plain_in, 0);
-        WJ_STORE(c->want_plain_out, 0);
-    }
-    WJ_STORE(*w, offset);
-    atomic_store_explicit(&c->want_tag, conn_id, memory_order_release);  // after the values
-}
-
-// ---------------------------------------------------------------- capture for the parser
-
-// A full ring drops the slot (counted): the parser sees the gap and gives up on the
-// connection unless the gap lies in a body it skips anyway.
-static void push_payload(wj_payload *p, uint64_t offset, uint32_t len) {
-    p->offset = offset;
-    p->len = len;
-    wj_push_payload(p, offsetof(wj_payload, data) + len);
-}
-
-// A call moved n bytes at stream offsets [start, start + n) of connection c and returned at
-// `now` (the caller's clock read: one per call); buf (or iov) holds them. The parser wants
-// bytes from c->want_* on: copy at most capture_bytes of what it wants; if it wants none of
-// these but the call passed its mark, say so with an empty slot.
-void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
-                uint64_t start, uint64_t n, uint64_t now) {
-    uint64_t want = wj_want(c, dir, plain);
-    uint64_t end = start + n;
-    if (want == UINT64_MAX || end <= want) return;
-    uint64_t id = WJ_LOAD(c->conn_id);
-    if (!id) return;
-    uint64_t from = want > start ? want : start;
-    uint64_t take = end - from;
-    uint64_t cap = (uint64_t)wj_proc.config.capture_bytes;
-    if (take > cap) take = cap;
-    if (!buf && !iov) take = 0;
-    wj_payload p;
-    p.kind = WJ_EV_PAYLOAD;
-    p.flags = (uint16_t)((dir == WJ_OUT ? WJ_PAYLOAD_OUT : 0) | (plain ? WJ_PAYLOAD_PLAIN : 0));
-    p.conn_slot = WJ_LOAD(c->slot);
-    p.tid = wj_tid();
-    p.conn_id = id;
-    p.io_end = end;
-    p.t = now;
-    if (take == 0) {
-        push_payload(&p, from, 0);
-        return;
-    }
-    // Walk the buffers from byte (from - start), filling slot after slot.
-    uint64_t skip = from - start, left = take, offset = from;
-    uint32_t fill = 0;
-    const struct iovec one = {(void *)buf, (size_t)n};
-    const struct iovec *v = buf ? &one : iov;
-    int vn = buf ? 1 : iovcnt;
-    for (int i = 0; i < vn && left; i++) {
-        const unsigned char *base = (const unsigned char *)v[i].iov_base;
-        uint64_t len = v[i].iov_len;
-        if (skip >= len) { skip -= len; continue; }
-        base += skip;
-        len -= skip;
-        skip = 0;
-        while (len && left) {
-            uint64_t room = sizeof p.data - fill;
-            uint64_t k = len < room ? len : room;
-            if (k > left) k = left;
-            memcpy(p.data + fill, base, k);
-            fill += (uint32_t)k;
-            base += k;
-            len -= k;
-            left -= k;
-            if (fill == sizeof p.data || !left) {
-                // Only the call's last slot tells how far the call went: an earlier one
-                // claiming it would make the bytes of the next slots look skipped.
-                p.io_end = left ? offset + fill : end;
-                push_payload(&p, offset, fill);
-                offset += fill;
-                fill = 0;
-            }
-        }
-    }
 }

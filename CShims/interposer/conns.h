@@ -41,9 +41,6 @@ typedef struct wj_conn {
     _Atomic uint64_t epdata;     // and the data registered with it
     _Atomic uint64_t bytes_in, bytes_out;
     _Atomic uint64_t plain_in, plain_out;   // TLS plaintext stream offsets
-    _Atomic uint64_t want_in, want_out;     // the parser needs bytes from these offsets on
-    _Atomic uint64_t want_plain_in, want_plain_out;
-    _Atomic uint64_t want_tag;              // the conn_id the want_* values were set for
     _Atomic uint64_t t_open, t_connected, t_first_out, t_first_in, t_last_io, t_shutdown;
     _Atomic uint64_t t_tls_start, t_tls_end;
     _Atomic uint64_t dns_query[2];  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
@@ -112,8 +109,6 @@ WJ_HIDDEN void wj_note_error(wj_conn *c, int err, int phase);
 WJ_HIDDEN void wj_conn_connected(wj_conn *c, uint64_t now);
 WJ_HIDDEN void wj_conn_connect_failed(wj_conn *c, int fd, int err);
 WJ_HIDDEN uint64_t wj_next_conn_id(void);
-WJ_HIDDEN void wj_capture(wj_conn *c, int fd, int dir, int plain, const void *buf, const struct iovec *iov, int iovcnt,
-                          uint64_t start, uint64_t n, uint64_t now);
 
 WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
 // In a forked child: the connections it inherited stay (a CGI child answers on its parent's
@@ -124,13 +119,4 @@ WJ_HIDDEN void wj_conns_fork_parent(void);
 WJ_HIDDEN extern _Atomic uint32_t wj_forks;
 WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table
 WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
-WJ_HIDDEN void wj_conn_want(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);
-// From which stream offset the parser wants this connection's bytes. The agent may set a value
-// for the slot's previous connection after this one took the slot: such a value is tagged with
-// the other conn_id and means nothing here (this connection then gets all its bytes captured).
-static inline uint64_t wj_want(wj_conn *c, int dir, int plain) {
-    if (atomic_load_explicit(&c->want_tag, memory_order_acquire) != WJ_LOAD(c->conn_id)) return 0;
-    return WJ_LOAD(*(plain ? (dir == WJ_OUT ? &c->want_plain_out : &c->want_plain_in)
-                           : (dir == WJ_OUT ? &c->want_out : &c->want_in)));
-}
 #endif

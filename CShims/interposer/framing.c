@@ -6,14 +6,23 @@
 #include "events.h"
 #include "process.h"
 #include "wedjat_http1.h"
+#include "wedjat_http2_walk.h"
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include "sys_raw.h"
 
+// HTTP/2 on a stream: not framed here (its header blocks need the HPACK state, which the
+// aggregator keeps); its frames are walked (wedjat_http2_walk.h) and what the decoder needs
+// is copied into payload slots. At most this many bytes out of one call (header blocks are
+// compressed: an app moving more in one call is rare; past it the decoder says "desync").
+#define H2_CALL_BYTES 65536
+
 typedef struct framer {
     _Atomic uint64_t conn_id;   // the connection it frames for (0: none)
+    _Atomic uint8_t h2;         // WJ_H2_*: whether the stream is HTTP/2
+    wj_h2_walk w;
     wj_h1 h;
 } framer;
 
@@ -93,9 +102,11 @@ static void sink_head(void *ctx, int is_request, uint32_t seq, uint64_t offset, 
     }
 }
 
+int wj_framing_record_take(uint64_t mono) { return wj_budget_take(&budget, wj_proc.config.http_records, mono); }
+
 static int sink_want_detail(void *ctx, uint64_t mono) {
     (void)ctx;
-    return wj_budget_take(&budget, wj_proc.config.http_records, mono);
+    return wj_framing_record_take(mono);
 }
 
 static inline void make_sink(wj_h1_sink *sk, sink_ctx *s) {
@@ -124,6 +135,8 @@ static void start(wj_conn *c, uint32_t slot, int stream, int client) {
     if (!f) return;
     atomic_store_explicit(&f->conn_id, 0, memory_order_relaxed);
     wj_h1_init(&f->h, client);
+    atomic_store_explicit(&f->h2, WJ_H2_UNDECIDED, memory_order_relaxed);
+    wj_h2_walk_init(&f->w);
     atomic_store_explicit(&f->conn_id, WJ_LOAD(c->conn_id), memory_order_release);
     atomic_fetch_or(&c->watch, (uint32_t)((stream == WJ_STREAM_PLAIN ? WJ_WATCH_FRAME_PLAIN : WJ_WATCH_FRAME_RAW) |
                                           (client ? WJ_WATCH_CLIENT : 0)));
@@ -149,7 +162,7 @@ void wj_framing_announce(wj_conn *c, int stream, const void *buf, size_t len, co
                          uint64_t start) {
     sink_ctx s;
     framer *f = framer_of(c, stream, &s);
-    if (!f) return;
+    if (!f || atomic_load_explicit(&f->h2, memory_order_relaxed) == WJ_H2_YES) return;
     const void *p = buf;
     size_t n = len;
     if (!buf && iov && iovcnt > 0) {  // the request line is in the first buffer, if anywhere
@@ -163,16 +176,99 @@ void wj_framing_announce(wj_conn *c, int stream, const void *buf, size_t len, co
     wj_h1_announce(&f->h, &sk, start, (const uint8_t *)p, n, s.now);
 }
 
+// ---------------------------------------------------------------- HTTP/2
+
+// What one call copies, in payload slots (WJ_EV_PAYLOAD); the last one carries the call's end
+// (io_end), so the decoder knows how far the call went.
+typedef struct {
+    wj_payload p;
+    uint32_t fill;
+    uint64_t from;       // stream offset of p.data[0]
+    uint64_t budget;     // bytes still to copy in this call
+    uint64_t start;      // stream offset of the call's first byte
+    const struct iovec *iov;
+    int iovcnt;
+} h2_out;
+
+static void h2_flush(h2_out *o, uint64_t io_end) {
+    o->p.io_end = io_end;
+    o->p.offset = o->from;
+    o->p.len = o->fill;
+    wj_push_payload(&o->p, offsetof(wj_payload, data) + o->fill);
+    o->from += o->fill;
+    o->fill = 0;
+}
+
+// wj_h2_take_fn: copies stream bytes [a, b) of the call.
+static void h2_take(void *ctx, uint64_t a, uint64_t b) {
+    h2_out *o = (h2_out *)ctx;
+    if (b > a + o->budget) b = a + o->budget;
+    if (a >= b) return;
+    if (o->fill && o->from + o->fill != a) h2_flush(o, o->from + o->fill);
+    if (!o->fill) o->from = a;
+    o->budget -= b - a;
+    while (a < b) {
+        uint64_t room = sizeof o->p.data - o->fill, k = b - a < room ? b - a : room;
+        wj_iov_copy(o->p.data + o->fill, o->iov, o->iovcnt, a - o->start, k);
+        o->fill += (uint32_t)k;
+        a += k;
+        if (o->fill == sizeof o->p.data) h2_flush(o, o->from + o->fill);
+    }
+}
+
+// Whether the stream is HTTP/2, decided by the first call of each side (a call not starting
+// at offset 0, or moving bytes wedjat cannot see, decides for HTTP/1's framer).
+static int h2_decide(framer *f, int request_side, const struct iovec *iov, int iovcnt, uint64_t start, uint64_t n) {
+    uint8_t mode = atomic_load_explicit(&f->h2, memory_order_relaxed);
+    if (mode == WJ_H2_YES || mode == WJ_H2_NO || (mode == WJ_H2_PROVISIONAL && !request_side)) return mode;
+    if (start != 0 || !iov || !n) {
+        if (!request_side) return mode;   // the request side decides
+        mode = WJ_H2_NO;
+    } else {
+        uint8_t first[WJ_H2_PREFACE_LEN];
+        uint64_t k = n < sizeof first ? n : sizeof first;
+        wj_iov_copy(first, iov, iovcnt, 0, k);
+        mode = (uint8_t)wj_h2_classify(first, (size_t)k, request_side);
+        if (mode == WJ_H2_YES) wj_h2_walk_preface(&f->w, f->h.client ? 1 : 0);
+    }
+    atomic_store_explicit(&f->h2, mode, memory_order_relaxed);
+    return mode;
+}
+
+// The call's bytes go to the decoder: those the walk names, or the call's end alone.
+static void h2_feed(framer *f, sink_ctx *s, int out, const struct iovec *iov, int iovcnt, uint64_t start, uint64_t end) {
+    h2_out o;
+    fill_head(&o.p, s, WJ_EV_PAYLOAD, (uint16_t)(out ? WJ_PAYLOAD_OUT : 0));
+    o.fill = 0;
+    o.from = end;
+    o.budget = H2_CALL_BYTES;
+    o.start = start;
+    o.iov = iov;
+    o.iovcnt = iovcnt;
+    if (iov) wj_h2_walk_call(&f->w, out, iov, iovcnt, start, end, h2_take, &o);
+    h2_flush(&o, end);
+}
+
 void wj_framing_feed(wj_conn *c, int stream, int dir, const void *buf, const struct iovec *iov, int iovcnt,
                      uint64_t start, uint64_t n, uint64_t now) {
     sink_ctx s;
     framer *f = framer_of(c, stream, &s);
     if (!f) return;
     s.now = now;
-    wj_h1_sink sk;
-    make_sink(&sk, &s);
     int out = dir == WJ_OUT;
     uint64_t end = start + n;
+    if (WJ_UNLIKELY(atomic_load_explicit(&f->h2, memory_order_relaxed) != WJ_H2_NO)) {
+        const struct iovec one = {(void *)buf, (size_t)n};
+        const struct iovec *v = buf ? &one : iov;
+        int vn = buf ? 1 : iov ? iovcnt : 0;
+        int mode = h2_decide(f, out == (f->h.client != 0), v, vn, start, n);
+        if (mode == WJ_H2_YES || mode == WJ_H2_PROVISIONAL) {
+            h2_feed(f, &s, out, v, vn, start, end);
+            return;
+        }
+    }
+    wj_h1_sink sk;
+    make_sink(&sk, &s);
     if (buf) {
         wj_h1_feed(&f->h, &sk, out, start, (const uint8_t *)buf, (size_t)n, end, now);
     } else if (iov) {
@@ -196,6 +292,8 @@ static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uin
     uint64_t expected = conn_id;
     // Claimed by exchanging its id: one caller finishes it.
     if (!f || !atomic_compare_exchange_strong(&f->conn_id, &expected, 0)) return;
+    uint8_t h2 = atomic_load_explicit(&f->h2, memory_order_relaxed);
+    if (h2 == WJ_H2_YES || h2 == WJ_H2_PROVISIONAL) return;   // the aggregator ends HTTP/2
     sink_ctx s = {c, conn_id, slot, stream, now};
     wj_h1_sink sk;
     make_sink(&sk, &s);

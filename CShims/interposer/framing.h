@@ -31,6 +31,9 @@ WJ_HIDDEN void wj_framing_feed(struct wj_conn *c, int stream, int dir, const voi
                                int iovcnt, uint64_t start, uint64_t n, uint64_t now);
 // The connection `conn_id` ended (the caller took its id): what its framers hold is handed over.
 WJ_HIDDEN void wj_framing_end(struct wj_conn *c, uint64_t conn_id, uint64_t now, int handed_off);
+// The record budget (WEDJAT_HTTP_RECORDS a second): 1 if an exchange starting at `mono` gets
+// an `http` record; the aggregator's HTTP/2 decoder asks it too.
+WJ_HIDDEN int wj_framing_record_take(uint64_t mono);
 // The image ends: the framers of every connection still open hand over what they hold.
 WJ_HIDDEN void wj_framing_end_all(uint64_t now);
 #endif

@@ -71,7 +71,7 @@ private func current() -> Aggregator {
     let agg = Aggregator(
         context: context,
         errnoName: { api!.pointee.errno_name($0).map { String(cString: $0) } ?? "EUNKNOWN" },
-        want: { slot, id, which, offset in api!.pointee.conn_want(slot, id, which, offset) },
+        recordTake: { api!.pointee.http_record_take($0) != 0 },
         sink: { buf in
             wj_logfile_write(&proc.pointee.log, buf.baseAddress!.assumingMemoryBound(to: CChar.self), buf.count) != 0
         })

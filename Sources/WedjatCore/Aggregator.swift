@@ -32,12 +32,14 @@ public struct ProcessContext {
 
 // One open connection: its open event, the name its peer was resolved from, and the HTTP
 // exchanges of its byte streams (raw, and TLS plaintext when the app used a TLS library), from
-// what the C framer handed over.
+// what the C framer handed over: HTTP/1 framed, or HTTP/2 frames to decode here.
 final class OpenConnection {
     var event: wj_event
     let host: ResolvedNames.Match?
     var raw: HTTP1Framed?
     var plain: HTTP1Framed?
+    var h2raw: HTTP2Connection?
+    var h2plain: HTTP2Connection?
     var requests = 0
     var messages = 0                        // framer events seen
     // A forked child's connection from its parent: the offsets it took over.
@@ -57,6 +59,13 @@ final class OpenConnection {
         self.event = event
         self.host = host
     }
+    // Its HTTP/2 decoder, if its HTTP stream was HTTP/2 (a server that spoke first with a
+    // SETTINGS frame to a client that then spoke HTTP/1 leaves an undecided one: not this).
+    var http2: HTTP2Connection? {
+        guard let h2 = h2plain ?? h2raw else { return nil }
+        if h2.state == .detecting && (plain ?? raw) != nil { return nil }
+        return h2
+    }
 }
 
 // Turns network events into records. Owns the open-connection table (bounded by
@@ -66,8 +75,9 @@ public final class Aggregator {
     public let context: ProcessContext
     private let sink: (UnsafeRawBufferPointer) -> Bool
     private let errnoName: (Int32) -> String
-    // Tells the capturer which bytes the parser of (slot, conn_id, stream) needs from now on.
-    private let want: (UInt32, UInt64, Int32, UInt64) -> Void
+    // Whether an exchange starting at this mono gets an `http` record (the C framer's budget,
+    // shared: HTTP/2 exchanges draw on it as HTTP/1 ones do).
+    private let recordTake: (UInt64) -> Bool
     private var open: [UInt64: OpenConnection] = [:]
     // Records are written straight into the batch that goes to the sink.
     private let line = JSONLine(capacity: Aggregator.flushThreshold + 8192)
@@ -111,11 +121,16 @@ public final class Aggregator {
     static let payloadCapacity = MemoryLayout<wj_payload>.size - payloadDataOffset
 
     public init(context: ProcessContext, errnoName: @escaping (Int32) -> String,
-                want: @escaping (UInt32, UInt64, Int32, UInt64) -> Void = { _, _, _, _ in },
+                recordTake: ((UInt64) -> Bool)? = nil,
                 sink: @escaping (UnsafeRawBufferPointer) -> Bool) {
         self.context = context
         self.errnoName = errnoName
-        self.want = want
+        if let recordTake {
+            self.recordTake = recordTake
+        } else {
+            var budget = RecordBudget(perSecond: context.httpRecordsPerSecond, burst: context.httpRecordsPerSecond * 10)
+            self.recordTake = { budget.take(mono: $0) }
+        }
         self.sink = sink
     }
 
@@ -187,6 +202,10 @@ public final class Aggregator {
         }
         guard (conn.event.flags & UInt32(WJ_OPEN_HTTP)) != 0 else { return }
         let plain = (p.pointee.flags & UInt16(WJ_PAYLOAD_PLAIN)) != 0
+        if Int32(p.pointee.kind) == Int32(WJ_EV_PAYLOAD) {
+            http2(p, conn: conn, plain: plain)
+            return
+        }
         let framed: HTTP1Framed
         if let f = plain ? conn.plain : conn.raw {
             framed = f
@@ -212,12 +231,37 @@ public final class Aggregator {
                      counted: { counted($0, conn: conn, tls: plain) })
     }
 
+    // HTTP/2 bytes of one call (the C side walked its frames and copied what the decoder needs).
+    private func http2(_ p: UnsafePointer<wj_payload>, conn: OpenConnection, plain: Bool) {
+        let h2: HTTP2Connection
+        if let known = plain ? conn.h2plain : conn.h2raw {
+            h2 = known
+        } else {
+            h2 = HTTP2Connection(role: conn.event.role == UInt8(WJ_ROLE_SERVER) ? .server : .client,
+                                 redaction: context.redaction)
+            h2.wantsDetail = recordTake
+            if plain { conn.h2plain = h2 } else { conn.h2raw = h2 }
+        }
+        lastConn = conn
+        let len = Int(min(p.pointee.len, UInt32(Aggregator.payloadCapacity)))
+        let data = UnsafeRawPointer(p) + Aggregator.payloadDataOffset
+        h2.feed((p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in, offset: p.pointee.offset,
+                bytes: UnsafeRawBufferPointer(start: data, count: len), ioEnd: p.pointee.io_end, mono: p.pointee.t)
+        h2.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
+    }
+
     // The connection ended. Its framers handed over everything before its close event (or, at
-    // the image's end, before this flush): what is left is its state, for http_none.
+    // the image's end, before this flush): what is left is its state, for http_none. HTTP/2
+    // streams still open end here ("incomplete").
     private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
         for (framed, tls) in [(conn.raw, false), (conn.plain, true)] {
             framed?.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
                           counted: { counted($0, conn: conn, tls: tls) })
+        }
+        for (h2, tls) in [(conn.h2raw, false), (conn.h2plain, true)] {
+            guard let h2 else { continue }
+            h2.finish(mono: mono)
+            h2.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
         }
     }
 
@@ -405,6 +449,7 @@ public final class Aggregator {
         line.field("complete", ex.complete)
         if ex.upgraded { line.field("upgraded", true) }
         line.field("error", ex.error)
+        line.http2Fields(ex)
         finishRecord(.http)
     }
 
@@ -569,6 +614,7 @@ public final class Aggregator {
         if let close, (close.flags & UInt32(WJ_CLOSE_FORKED)) != 0 { line.field("forked_while_open", true) }
         if (ev.flags & UInt32(WJ_OPEN_HTTP)) != 0 {
             line.field("http_requests", requests)
+            if let h2 = httpConn?.http2 { line.http2ConnectionFields(h2) }
             let (reason, inBytes, outBytes) = undecoded(httpConn, close: close, requests: requests)
             if requests == 0 { line.field("http_none", reason) }
             if inBytes + outBytes > 0, let reason {
@@ -607,11 +653,20 @@ extension Aggregator {
     /// each direction were not: the HTTP stream is the TLS plaintext when a TLS library was
     /// hooked, else the raw bytes; decoding stopped where the framer's last STOP says.
     func undecoded(_ conn: OpenConnection?, close: wj_event?, requests: Int) -> (String?, UInt64, UInt64) {
-        let tlsPlain = conn?.plain != nil
+        let tlsPlain = conn?.plain != nil || conn?.h2plain != nil
         let totalIn = tlsPlain ? (close?.plain_in ?? 0) : (close?.bytes_in ?? 0)
         let totalOut = tlsPlain ? (close?.plain_out ?? 0) : (close?.bytes_out ?? 0)
         var alpn = ""
         if var c = close { alpn = withUnsafeBytes(of: &c.alpn) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) } }
+        if let h2 = conn?.http2 {
+            if totalIn + totalOut == 0 { return ("no_bytes", 0, 0) }
+            let why = h2.noneReason ?? "not_http"
+            // Bytes past where decoding stopped.
+            guard let at = h2.stoppedAt else { return (why, 0, 0) }
+            let client = conn!.event.role != UInt8(WJ_ROLE_SERVER)
+            let outDone = client ? at.client : at.server, inDone = client ? at.server : at.client
+            return (why, totalIn > inDone ? totalIn - inDone : 0, totalOut > outDone ? totalOut - outDone : 0)
+        }
         guard let conn, let f = conn.plain ?? conn.raw else {
             if totalIn + totalOut == 0 { return ("no_bytes", 0, 0) }
             return (alpn == "h2" ? "http2" : "no_parser", totalIn, totalOut)

@@ -154,6 +154,14 @@ public final class HTTP2Connection {
     /// "frame" (malformed framing), "header_block_too_large", "too_many_streams",
     /// "no_nghttp2" (libnghttp2 is not installed). nil while decoding or after a clean end.
     public var failure: String? { core.pointee.sh.failure }
+    /// Where decoding stopped (the client's and the server's stream offsets) when it stopped
+    /// before the connection's end; nil while decoding, after a clean end, or for a
+    /// connection that was not HTTP/2.
+    public var stoppedAt: (client: UInt64, server: UInt64)? {
+        let sh = core.pointee.sh
+        guard sh.state == .failed || (sh.state == .notHTTP2 && sh.failure != nil && sh.failure != "not_http2") else { return nil }
+        return (core.pointee.client.pos, core.pointee.server.pos)
+    }
     /// Streams opened (requests and promises) on this connection.
     public var requestCount: Int { core.pointee.sh.requestCount }
     /// Streams open now.

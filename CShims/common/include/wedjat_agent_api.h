@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define WJ_AGENT_API_VERSION 5  // 5: the structure sizes below
+#define WJ_AGENT_API_VERSION 6  // 5: the structure sizes below; 6: http_record_take
 
 enum {
     WJ_END_NONE = 0,
@@ -57,10 +57,9 @@ typedef struct wj_agent_api {
     // Counters and phase times of a still-open connection, as a close event would carry
     // them; 0 if the slot no longer holds conn_id.
     int (*conn_snapshot)(uint32_t slot, uint64_t conn_id, wj_event *out);
-    // The HTTP parser needs the connection's bytes of one stream (`which`: WJ_PAYLOAD_OUT
-    // and WJ_PAYLOAD_PLAIN bits, as payloads carry them) from stream `offset` on
-    // (UINT64_MAX: never again); captures skip what lies before.
-    void (*conn_want)(uint32_t slot, uint64_t conn_id, int which, uint64_t offset);
+    // Whether an exchange whose request starts at `mono` gets an `http` record (1) or only
+    // counts in its summary (0): the one WEDJAT_HTTP_RECORDS budget the C framer draws on too.
+    int (*http_record_take)(uint64_t mono);
 } wj_agent_api;
 
 // What the agent gives back. All are called with the agent lock held, on one thread at a time.

@@ -99,16 +99,18 @@ enum { WJ_CLOSE_AT_EXIT = 1, WJ_CLOSE_TLS = 2, WJ_CLOSE_FORKED = 4 };
 enum { WJ_ERR_CONNECT = 1, WJ_ERR_IO = 2, WJ_ERR_TLS = 3 };
 enum { WJ_TLS_OPENSSL = 1, WJ_TLS_GNUTLS = 2 };
 
-// Bytes an app moved on a connection, for the HTTP parser: `len` bytes captured from stream
-// offset `offset` (bytes since the connection began in that direction: raw socket bytes, or
-// TLS plaintext when WJ_PAYLOAD_PLAIN), out of a call that moved bytes up to `io_end`.
-// Captures skip what the parser said it does not need (see wj_agent_api.conn_want), so a
-// slot may hold no bytes and only tell that a call moved past a point. A call capturing more
-// than one slot holds pushes several slots with consecutive offsets.
+// What the framers hand the aggregator about a connection's HTTP, in variable-length slots:
+// - WJ_EV_HTTP_MSG: one framer event (data: a wj_h1_msg, wedjat_http1.h);
+// - WJ_EV_HTTP_HEAD: header-block bytes of an exchange that gets a record (io_end: its index);
+// - WJ_EV_PAYLOAD: HTTP/2 bytes a call moved: `len` bytes from stream offset `offset` (bytes
+//   since the connection began in that direction: raw socket bytes, or TLS plaintext when
+//   WJ_PAYLOAD_PLAIN), out of a call that moved bytes up to `io_end`. Only what the decoder
+//   needs is copied (framing.c), so a slot may hold no bytes and only tell that a call moved
+//   past a point; a call copying more than one slot holds pushes several, offsets ascending.
 #define WJ_PAYLOAD_SLOT 512
 enum { WJ_PAYLOAD_OUT = 1, WJ_PAYLOAD_PLAIN = 2, WJ_PAYLOAD_REQUEST = 4 /* WJ_EV_HTTP_HEAD: of the request */ };
 typedef struct wj_payload {
-    uint16_t kind;        // WJ_EV_PAYLOAD
+    uint16_t kind;        // WJ_EV_PAYLOAD, WJ_EV_HTTP_MSG, WJ_EV_HTTP_HEAD
     uint16_t flags;       // WJ_PAYLOAD_*
     uint32_t len;         // bytes in data
     uint32_t conn_slot;

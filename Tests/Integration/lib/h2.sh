@@ -1,22 +1,7 @@
 # Sourced by the HTTP/2 tests (76-79), after common.sh.
-#   h2_require_wired      skip unless the agent decodes HTTP/2 (see below)
 #   wait_port PORT [SECS] wait until 127.0.0.1:PORT accepts connections
 #   h2_certs              key.pem and cert.pem (self-signed, CN localhost) in $TEST_TMP
 #
-# The HTTP/2 decoder (Sources/WedjatCore/HTTP2*.swift) is wired into the capture path in a
-# separate change. Until then these tests would fail for a reason known in advance, so they
-# run only when the aggregator calls the decoder (Aggregator.swift mentions HTTP2Connection),
-# or when WJ_H2_WIRED=1 forces them; WJ_H2_WIRED=0 skips them.
-h2_require_wired() {
-    local agg="$WJ_LIB/../../../Sources/WedjatCore/Aggregator.swift"
-    case ${WJ_H2_WIRED:-auto} in
-        1) return 0 ;;
-        0) skip "WJ_H2_WIRED=0" ;;
-    esac
-    grep -q "HTTP2Connection" "$agg" 2>/dev/null ||
-        skip "the HTTP/2 decoder is not wired into the aggregator yet (WJ_H2_WIRED=1 runs this anyway)"
-}
-
 wait_port() {
     local p=$1 secs=${2:-10} i
     for i in $(seq 1 $((secs * 20))); do

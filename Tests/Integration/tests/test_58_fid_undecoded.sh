@@ -1,16 +1,17 @@
-# Fidelity matrix, traffic wedjat sees but cannot decode as HTTP/1 (issue 15): every
-# connection with bytes and no exchange says why (http_none), the report says how much was
-# decoded and why not (a COVERAGE line), and an export that writes nothing says why, with a
-# non-zero exit status. Every program watched:
+# Fidelity matrix, traffic beyond HTTP/1 (issue 15): HTTP/2 is decoded, and every connection
+# with bytes and no exchange says why (http_none), the report says how much was decoded and
+# why not (a COVERAGE line), and an export that writes nothing says why, with a non-zero exit
+# status. Every program watched:
 #   a. curl --http2 over TLS (ALPN h2) to nginx (listen ... ssl http2): curl's OpenSSL is
-#      hooked, its plaintext is HTTP/2 frames: http_none "http2" on curl's connections and on
-#      nginx's, TLS ALPN h2; `wedjat export --har` of curl's logs exits non-zero naming http2;
-#   b. curl --http2-prior-knowledge (h2c) to nginx (listen ... http2): "http2" on both sides;
+#      hooked, its plaintext is HTTP/2 frames: on curl's connections and on nginx's one
+#      exchange each (stream 1, the status curl saw), http_version "HTTP/2", TLS ALPN h2;
+#   b. curl --http2-prior-knowledge (h2c) to nginx (listen ... http2): the same, in clear;
 #   c. a Node https client (Node's own OpenSSL, linked into the node binary, not hooked) to
 #      the python https server: http_none "tls_not_hooked" on Node's connections, the
 #      server's side (python's OpenSSL, hooked) has every exchange;
-#   d. Java's HttpClient over https (JSSE, Java's own TLS): the same;
-#   e. `wedjat report` of a, c and d: a COVERAGE line with the reasons.
+#   d. Java's HttpClient over https (JSSE, Java's own TLS): the same; `wedjat export --har`
+#      of Node's logs exits non-zero naming tls_not_hooked;
+#   e. `wedjat report` of c and d: a COVERAGE line with the reasons.
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/fidelity.sh"
 . "$WJ_LIB/nginx.sh"
@@ -51,9 +52,9 @@ wj logs/java java -XX:TieredStopAtLevel=1 -Djdk.internal.httpclient.disableHostn
 fid_stop "$srv"
 tls_port=$port
 
-"$WEDJAT_CLI" export --har h2.har logs/h2 > har.out 2> har.err
+"$WEDJAT_CLI" export --har node.har logs/node > har.out 2> har.err
 har_rc=$?
-for d in h2 node java; do
+for d in node java; do
     "$WEDJAT_CLI" report "logs/$d" > "report-$d.txt" 2> "report-$d.err" || soft_fail "report of $d: $(tail -3 "report-$d.err")"
 done
 
@@ -62,6 +63,16 @@ import collections
 from fidelity import *
 soft_mode()
 tls_port, har_rc = map(int, sys.argv[1:])
+
+def decoded_h2(what, conns, http):
+    expect(conns, f"{what}: no connection recorded")
+    for c in conns:
+        name = f"{what}: {c['local']} -> {c['peer']}"
+        expect_eq((c.get("http_requests"), c.get("http_none"), c.get("http_version")), (1, None, "HTTP/2"),
+                  f"{name} (http_requests, http_none, http_version)")
+        ex = [h for h in http if h["conn_id"] == c["conn_id"] and h["pid"] == c["pid"]]
+        expect_eq([(h["version"], h["stream_id"], h["status"], h["path"], h["complete"]) for h in ex],
+                  [("HTTP/2", 1, 200, "/f.bin", True)], f"{name}: its exchanges")
 
 def reasons(what, conns, want):
     expect(conns, f"{what}: no connection recorded")
@@ -74,11 +85,12 @@ nginx = [l for l in load_dir("logs") if l.exe == "nginx"]
 for d, port in (("h2", None), ("h2c", None)):
     lines = [l.split() for l in open(f"{d}.txt")]
     expect_eq(lines, [["2", "200"]] * 3, f"{d}: curl's HTTP version and status per request")
-    cc = [c for c in records(load_dir(f"logs/{d}"), "connection") if c["transport"] == "tcp"]
+    cl = load_dir(f"logs/{d}")
+    cc = [c for c in records(cl, "connection") if c["transport"] == "tcp"]
     expect_eq(len(cc), 3, f"{d}: curl connections")
-    reasons(f"{d}: curl", cc, "http2")
+    decoded_h2(f"{d}: curl", cc, records(cl, "http"))
     local = {c["local"] for c in cc}
-    reasons(f"{d}: nginx", [c for c in records(nginx, "connection") if c["peer"] in local], "http2")
+    decoded_h2(f"{d}: nginx", [c for c in records(nginx, "connection") if c["peer"] in local], records(nginx, "http"))
     if d == "h2":
         for c in cc:
             expect_eq((c["tls"] or {}).get("alpn"), "h2", f"h2: ALPN of {c['local']}")
@@ -96,9 +108,9 @@ check_exchanges("python https server <- node and java", load_dir("logs/tls-serve
 
 # the export with nothing to write says why
 har_err = open("har.err").read()
-expect(har_rc != 0, f"export --har of HTTP/2-only logs exited 0 (stderr: {har_err.strip()[:200]!r})")
-expect("http2" in har_err, f"export --har does not say why it wrote nothing: {har_err.strip()[:300]!r}")
-for d, why in (("h2", "http2"), ("node", "tls_not_hooked"), ("java", "tls_not_hooked")):
+expect(har_rc != 0, f"export --har of Node's logs exited 0 (stderr: {har_err.strip()[:200]!r})")
+expect("tls_not_hooked" in har_err, f"export --har does not say why it wrote nothing: {har_err.strip()[:300]!r}")
+for d, why in (("node", "tls_not_hooked"), ("java", "tls_not_hooked")):
     text = open(f"report-{d}.txt").read()
     cov = [l for l in text.splitlines() if "COVERAGE" in l.upper()]
     expect(cov and any(why in l for l in text.splitlines()[text.splitlines().index(cov[0]):][:8]),

@@ -7,7 +7,6 @@
 # connections say http_version HTTP/2.
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/h2.sh"
-h2_require_wired
 command -v nghttpd >/dev/null || skip "nghttpd is not installed (scripts/deps.sh installs nghttp2-server)"
 command -v curl >/dev/null || skip "curl is not installed"
 curl --version | grep -q nghttp2 || skip "this curl has no HTTP/2"

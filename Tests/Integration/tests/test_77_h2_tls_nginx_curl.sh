@@ -7,7 +7,6 @@
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/h2.sh"
 . "$WJ_LIB/nginx.sh"
-h2_require_wired
 command -v curl >/dev/null || skip "curl is not installed"
 command -v openssl >/dev/null || skip "openssl is not installed"
 curl --version | grep -q nghttp2 || skip "this curl has no HTTP/2"

@@ -6,7 +6,6 @@
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/h2.sh"
 . "$WJ_LIB/nginx.sh"
-h2_require_wired
 command -v h2load >/dev/null || skip "h2load is not installed (scripts/deps.sh installs nghttp2-client)"
 h2_certs
 h2_port=$(free_port)

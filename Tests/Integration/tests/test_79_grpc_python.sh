@@ -6,7 +6,6 @@
 # a guess); the secret in the failing call's message reaches no log.
 . "$WJ_LIB/common.sh"
 . "$WJ_LIB/h2.sh"
-h2_require_wired
 "$PYTHON" -c "import grpc" 2>/dev/null || skip "python grpcio is not installed (scripts/deps.sh installs it with pip)"
 F=$WJ_LIB/../fixtures
 wj_bg server logs/server "$PYTHON" "$F/grpc_echo.py" server "$TEST_TMP/port"
