@@ -392,7 +392,8 @@ public struct HTMLReport {
         let graph = FlameGraph(folded: foldedStacks)
         if graph.total > 0 {
             out.append("<p class=\"note\">Stacks of stalled threads, outermost frame at the bottom, "
-                       + "each frame as wide as its share of the \(graph.total) samples. Click a frame to zoom, the bottom one to zoom out.</p>")
+                       + "each frame as wide as its share of the \(HTMLText.escape(Format.duration(graph.total))) of stall time its samples stand for "
+                       + "(each sample weighs the time nearest to it within its stall). Click a frame to zoom, the bottom one to zoom out.</p>")
             if !graph.badLines.isEmpty {
                 out.append("<p class=\"note badtext\">Folded lines not understood: "
                            + graph.badLines.map(String.init).joined(separator: ", ") + ".</p>")
