@@ -22,7 +22,7 @@ public struct TextReport {
     static let warningsShown = 10
 
     public func render(_ r: Report) -> String {
-        var out = headlineLines(r.headline)
+        var out = headlineLines(r)
         out += hostLines(r.http)
         out += statusLines(r.statuses, requests: r.headline.httpRequests)
         out += slowestLines(r)

@@ -7,7 +7,8 @@ extension TextReport {
     static let statusesShown = 12
 
     /// At most 8 lines: what ran, connections, HTTP, latency, vitals, stalls, losses.
-    func headlineLines(_ h: Report.Headline) -> [String] {
+    func headlineLines(_ r: Report) -> [String] {
+        let h = r.headline
         var out = [bold("wedjat report") + ": " + Format.count(h.processes, "process", "processes")
                    + " (" + Format.count(h.logs, "log") + "), " + span(h.startTs, h.endTs) + " UTC ("
                    + Format.duration(h.spanUs) + ")"]
@@ -32,6 +33,17 @@ extension TextReport {
                              + " (4xx " + percent(h.clientErrorRate ?? 0) + ", 5xx " + percent(h.serverErrorRate ?? 0) + ")")
             }
             if !rates.isEmpty { http += "; " + rates.joined(separator: ", ") }
+            if let o = h.handedOff {
+                var handed: [String] = []
+                if o.joined > 0 { handed.append("\(o.joined) answered by a forked child (joined)") }
+                if o.withoutResponse > 0 {
+                    handed.append(paint("\(o.withoutResponse) handed off to a forked child whose log was not read", .yellow))
+                }
+                if o.withoutRequest > 0 {
+                    handed.append(paint("\(o.withoutRequest) answered by a forked child whose parent's log was not read", .yellow))
+                }
+                if !handed.isEmpty { http += "; " + handed.joined(separator: ", ") }
+            }
             row("HTTP", http)
         }
 
@@ -87,7 +99,7 @@ extension TextReport {
                 rate(h.clientErrorRate), rate(h.serverErrorRate), Cell(Format.bytes(h.bytesIn)),
                 Cell(Format.bytes(h.bytesOut)), Cell(h.throughputBytesPerS.map { Format.bytes($0) + "/s" } ?? "-"),
                 Cell(ms(h.ttfbUs) { $0.p50 }), Cell(ms(h.ttfbUs) { $0.p99 }),
-            ], detail: h.networkErrors > 0 ? paint("network errors: " + errorText(h), .red) : nil)
+            ], detail: hostDetail(h))
         }
         out += table.render(self)
         let dropped = table.dropped(self)
@@ -135,6 +147,15 @@ extension TextReport {
         let schemes = h.schemes
         let prefix = schemes.count == 1 ? schemes[0] + "://" : schemes == ["http", "https"] ? "http(s)://" : ""
         return arrow + prefix + h.host
+    }
+
+    /// Under a host's row: its network errors, and exchanges handed off to a forked child whose
+    /// log was not read (not errors).
+    private func hostDetail(_ h: Report.HTTPRow) -> String? {
+        var parts: [String] = []
+        if h.networkErrors > 0 { parts.append(paint("network errors: " + errorText(h), .red)) }
+        if let n = h.handedOff { parts.append(paint("\(n) handed off to a forked child (its log not read: no response here)", .yellow)) }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 
     /// Exchange errors by name, then connections that failed before a request.

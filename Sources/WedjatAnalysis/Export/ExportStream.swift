@@ -20,6 +20,17 @@ public final class ExportContext {
     public private(set) var earliestTs: Int64?
     public private(set) var warnings: [ReaderWarning] = []
     private var imageIndex: [String: Int] = [:]
+    /// Exchanges handed off to a forked child, joined with the child's half (Handoff.swift).
+    public internal(set) var handoffs = (joined: 0, unjoinedParents: 0, unjoinedChildren: 0, overLimit: 0)
+
+    /// Makes `file`'s image current for `body` only (a joined exchange coming out of reading
+    /// order belongs to its parent's image); the consumers' per-image state is not touched.
+    func visit(_ file: String, _ body: () -> Void) {
+        let current = image
+        _ = enter(file)
+        body()
+        image = current
+    }
 
     /// Makes `file`'s image current (a new one the first time); true when it changed.
     func enter(_ file: String) -> Bool {
@@ -129,18 +140,42 @@ public enum ExportStream {
         let otlp = outputs.otlp.map { OTLPStream(emit: $0, spansPerRequest: outputs.spansPerRequest) }
         let consumers: [ExportConsumer] = [har as ExportConsumer?, trace, otlp].compactMap { $0 }
         var reader = reader
+        var join = HandoffJoin()
+        func deliver(_ record: Record, _ file: String) {
+            let previous = context.image
+            if context.enter(file), previous >= 0 {
+                for c in consumers { c.endImage(previous, context: context) }
+            }
+            context.note(record)
+            for c in consumers { c.add(record, context: context) }
+        }
+        func drain() {
+            let items = join.ready
+            join.ready.removeAll()
+            for item in items {
+                if item.joined {
+                    context.visit(item.origin.log) {
+                        context.note(item.record)
+                        for c in consumers { c.add(item.record, context: context) }
+                    }
+                } else {
+                    deliver(item.record, item.origin.log)
+                }
+            }
+        }
         do {
             try reader.read(paths: paths) { file, _, record in
-                let previous = context.image
-                if context.enter(file), previous >= 0 {
-                    for c in consumers { c.endImage(previous, context: context) }
-                }
-                context.note(record)
-                for c in consumers { c.add(record, context: context) }
+                let pass = join.take(record, origin: HandoffJoin.Origin(log: file, file: nil, line: 0))
+                if !join.ready.isEmpty { drain() }
+                if pass { deliver(record, file) }
             }
         } catch {
             throw LoadFailure(error: error, warnings: reader.warnings)
         }
+        // The halves that found no other half, as they are, in their own images.
+        join.finish()
+        drain()
+        context.handoffs = (join.joinedCount, join.unjoinedParents, join.unjoinedChildren, join.overLimit)
         if context.image >= 0 { for c in consumers { c.endImage(context.image, context: context) } }
         context.setWarnings(reader.warnings)
         return Result(har: har?.finish(context: context), trace: trace?.finish(context: context),

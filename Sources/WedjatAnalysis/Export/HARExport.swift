@@ -64,6 +64,7 @@ public enum HARExport {
         w.key("_pid"); w.int(Int64(h.pid))
         if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
         if let e = h.error { w.key("_error"); w.string(e) }
+        if let c = h.continuedBy { w.key("_continued_by_pid"); w.int(Int64(c)) }
         w.closeObject()
     }
 

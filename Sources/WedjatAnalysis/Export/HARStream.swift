@@ -51,7 +51,8 @@ final class HARStream: ExportConsumer {
             guard h.role != "server" else { serverSide += 1; return }
             guard h.requestStartTs != nil else { unplaced += 1; return }
             let opens = (h.requestIndex ?? (h.reused == true ? 1 : 0)) == 0
-            if opens, let id = h.connId, waiting[id] == nil {
+            // A joined hand-off comes after its connection's record: no set-up to wait for.
+            if opens, h.continuedBy == nil, let id = h.connId, waiting[id] == nil {
                 waiting[id] = h
             } else {
                 entry(h, connection: nil, lookup: nil)

@@ -281,6 +281,7 @@ final class TraceStream: ExportConsumer {
             a.key("response_bytes"); a.int(h.responseHeaderBytes + h.responseBodyBytes)
             if let v = h.tid { a.key("tid"); a.int(Int64(v)) }
             if let v = h.error { a.key("error"); a.string(v) }
+            if let v = h.continuedBy { a.key("continued_by_pid"); a.int(Int64(v)) }
         }
     }
 

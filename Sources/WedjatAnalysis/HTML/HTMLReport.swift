@@ -203,6 +203,7 @@ public struct HTMLReport {
         let total = t?.total ?? (r.endTs - requestStart)
 
         var lines = ["\(program) (pid \(h.pid)) \(h.method ?? "?") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "?")\(h.path ?? "")"]
+        if let child = h.continuedBy { lines.append("handed off: the response was written by a forked child, pid \(child)") }
         lines.append((h.status.map { "status \($0)" } ?? "no response") + (h.error.map { ", error \($0)" } ?? "")
                      + " · \(server ? "server" : "client") · peer \(h.peer ?? "?")"
                      + (h.connId.map { " · connection \($0)" } ?? "") + (h.reused == true ? " (reused)" : ""))
@@ -247,7 +248,7 @@ public struct HTMLReport {
         let search = "\(h.method ?? "") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "")\(h.path ?? "") \(program) pid \(h.pid) \(h.error ?? "")"
         // data-rec: the record (pid-conn_id-request_index), as the HAR's `connection` and the trace's args name it.
         let rec = "\(h.pid)-\(h.connId.map(String.init) ?? "-")-\(h.requestIndex.map(String.init) ?? "-")"
-        return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
+        return "<div class=\"wf-row\(h.failed || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
             + " data-ttfb=\"\(h.ttfbUs ?? -1)\" data-status=\"\(h.status ?? 0)\" data-q=\"\(HTMLText.escape(search.lowercased()))\""
             + " title=\"\(HTMLText.escape(lines.joined(separator: "\n")))\">"
             + "<span class=\"wf-label\"><b class=\"st \(statusClass)\">\(HTMLText.escape(status))</b>"
