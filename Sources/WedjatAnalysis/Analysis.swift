@@ -143,6 +143,10 @@ public struct RunAnalysis: Sendable {
     public private(set) var peers: [PeerKey: PeerStats] = [:]
     public private(set) var http: [HTTPKey: HTTPStats] = [:]
     public private(set) var connectionStats = ConnectionStats()
+    /// What share of the traffic was decoded, and why the rest was not (Coverage.swift).
+    public private(set) var coverage = CoverageStats()
+    /// Failed lookups by name and error.
+    public private(set) var dnsFailures = DNSFailures()
     /// The longest stalls of the run, the rest counted (Stalls.swift).
     public private(set) var stalls = StallCollection()
     /// Single requests for the HTML report's waterfall (a bounded selection).
@@ -266,6 +270,7 @@ public struct RunAnalysis: Sendable {
             let key = PeerKey(c)
             peers[key, default: PeerStats(key: key)].add(c)
             connectionStats.add(c)
+            coverage.add(c)
             attribute(c, log: i)
             slowest.add(connection: c, log: i, lookup: lookups.lookup(of: c, file: i))
         case .http(let h):
@@ -285,6 +290,7 @@ public struct RunAnalysis: Sendable {
             endpoints.add(s)
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
+            dnsFailures.add(d)
             lookups.add(d, file: i)
         case .stall(let s):
             stalls.add(s, log: i)

@@ -23,6 +23,11 @@ public struct Report: Codable, Sendable {
     /// for `slowest`: they have no single durations).
     public var slowestSummarized: [SummarizedRow]
     public var connectionStats: ConnectionStatsRow
+    /// Connections with bytes: decoded, not decoded (why), other protocols (Coverage.swift);
+    /// nil when no connection carried a byte.
+    public var coverage: CoverageSection?
+    /// Failed lookups by name and error, the most frequent first; nil when none failed.
+    public var dnsFailures: [DNSFailureRow]?
     public var tree: [TreeNode]
     /// Processes with `sample` records, busiest first (ReportVitals.swift).
     public var vitals: [VitalsRow]
@@ -384,6 +389,8 @@ extension Report {
         endpoints = Report.endpointRows(analysis)
         slowestSummarized = Report.summarizedRows(analysis)
         self.connectionStats = connectionStats
+        coverage = Report.coverageSection(analysis.coverage)
+        dnsFailures = analysis.dnsFailures.total > 0 ? Report.dnsFailureRows(analysis.dnsFailures) : nil
         let handoffs = analysis.handoffStats
         if handoffs.joined + handoffs.unjoinedParents + handoffs.unjoinedChildren > 0 {
             headline.handedOff = HandedOff(joined: handoffs.joined, withoutResponse: handoffs.unjoinedParents,

@@ -24,6 +24,7 @@ public struct TextReport {
     public func render(_ r: Report) -> String {
         var out = headlineLines(r)
         out += hostLines(r.http)
+        out += coverageLines(r)
         out += statusLines(r.statuses, requests: r.headline.httpRequests)
         out += slowestLines(r)
         out += peerLines(r)

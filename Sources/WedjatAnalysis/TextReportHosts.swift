@@ -46,6 +46,8 @@ extension TextReport {
             }
             row("HTTP", http)
         }
+        if let c = r.coverage, let line = coverageLine(c) { row("coverage", line) }
+        if let failures = r.dnsFailures, !failures.isEmpty { row("DNS", dnsFailureLine(failures, lookups: h.dnsLookups)) }
 
         var latency: [String] = []
         func phase(_ name: String, _ p: Report.Percentiles?, p99: Bool) {
@@ -79,6 +81,55 @@ extension TextReport {
             + "; " + paint(Format.count(h.warnings, "warning"), h.warnings > 0 ? .yellow : nil))
         return out
     }
+
+    /// The headline's `coverage`: `12 of 15 HTTP connections decoded (98.1% of their 1.2 MiB);
+    /// not decoded: 2 http2, 1 not_http`; nil when no connection carried a byte. COVERAGE says more.
+    func coverageLine(_ c: Report.CoverageSection) -> String? {
+        guard c.connections > 0 else { return nil }
+        return paint(CoverageText.short(c), c.undecoded.contains { $0.connections > 0 } ? .yellow : nil)
+    }
+
+    /// COVERAGE: the connections that carried bytes, by what became of their bytes, with where
+    /// they went; only when some were not decoded HTTP (a run of decoded HTTP alone needs none).
+    func coverageLines(_ r: Report) -> [String] {
+        guard let c = r.coverage, c.connections > 0,
+              !c.undecoded.isEmpty || !c.otherProtocols.isEmpty || c.notParsed != nil || c.failed != nil else { return [] }
+        var out = ["", bold("COVERAGE") + " (connections that carried bytes; reasons as the log names them)"]
+        var table = Table(header: ["WHAT", "CONNS", "IN", "OUT", "WHERE"], rightAligned: [1, 2, 3], flexible: [4])
+        if c.httpConnections > 0 {
+            table.add([Cell("HTTP decoded"), Cell(String(c.decodedConnections)), Cell(Format.bytes(c.decodedBytesIn)),
+                       Cell(Format.bytes(c.decodedBytesOut)),
+                       Cell(c.decodedBytesShare.map { CoverageText.percent($0) + " of the HTTP connections' bytes" } ?? "")])
+        }
+        func add(_ what: String, _ g: Report.CoverageGroup, _ colour: Colour?) {
+            let n = g.connections + (g.partly ?? 0)
+            table.add([Cell(what, colour), Cell(g.connections == 0 && n > 0 ? "+\(n)" : String(n)),
+                       Cell(Format.bytes(g.bytesIn)), Cell(Format.bytes(g.bytesOut)), Cell(g.examples.joined(separator: ", "))])
+        }
+        for g in c.undecoded { add("not decoded: " + (g.reason ?? "?"), g, g.connections > 0 ? .yellow : nil) }
+        for g in c.otherProtocols { add(g.kind == "udp" ? "other protocol: udp" : "other protocol: \(g.kind ?? "?") (not HTTP)", g, nil) }
+        if let p = c.notParsed { add("not parsed", p, nil) }
+        if let f = c.failed { add("failed before a request", f, nil) }
+        out += table.render(self)
+        var notes: [String] = []
+        if c.undecoded.contains(where: { ($0.partly ?? 0) > 0 }) {
+            notes.append("+N: decoded connections whose bytes after their exchanges were not (IN, OUT: those bytes)")
+        }
+        if c.notParsed != nil { notes.append("not parsed: HTTP parsing off (WEDJAT_HTTP=0), or a log older than http_requests") }
+        if c.failed != nil { notes.append("failed before a request: connection errors (CONNECTIONS BY PEER)") }
+        if !notes.isEmpty { out.append(dim("  " + notes.joined(separator: "; "))) }
+        return out
+    }
+
+    /// Failed lookups by name and error: `3 of 41 lookups failed: no-such.invalid EAI_NONAME×2, ...`.
+    func dnsFailureLine(_ failures: [Report.DNSFailureRow], lookups: Int) -> String {
+        let failed = failures.reduce(0) { $0 + $1.count }
+        var items = failures.prefix(Self.dnsFailuresShown).map { "\($0.name) \($0.error)" + ($0.count > 1 ? "×\($0.count)" : "") }
+        if failures.count > Self.dnsFailuresShown { items.append("\(failures.count - Self.dnsFailuresShown) more names (--format json lists all)") }
+        return paint("\(failed) of " + Format.count(lookups, "lookup") + " failed", .red) + ": " + items.joined(separator: ", ")
+    }
+
+    static let dnsFailuresShown = 5
 
     /// HOSTS (requests, connections, error rates, bytes) and HOST LATENCY (phases).
     func hostLines(_ hosts: [Report.HTTPRow]) -> [String] {

@@ -36,6 +36,7 @@ public struct HTMLReport {
         out.append("<style>\n" + HTMLAssets.css + "</style></head>")
         out.append("<body data-js=\"off\">")
         out.append(summary(report))
+        out.append(coverage(report))
         out.append(waterfalls(analysis, requests))
         out.append(latencies(requests, report: report))
         out.append(vitals(analysis, report: report))
@@ -76,12 +77,64 @@ public struct HTMLReport {
                  + "\(cutShort) cut short, \(failedConnects) failed connects", bad: networkErrors > 0),
             item("connections", String(h.connections), Format.bytes(h.bytesIn) + " in, " + Format.bytes(h.bytesOut) + " out"
                  + (h.errors > 0 ? ", \(h.errors) with an error" : ""), bad: h.errors > 0),
-            item("DNS lookups", String(h.dnsLookups), h.dnsErrors > 0 ? "\(h.dnsErrors) failed" : "", bad: h.dnsErrors > 0),
+            item("DNS lookups", String(h.dnsLookups), h.dnsErrors > 0 ? "\(h.dnsErrors) failed"
+                 + (r.dnsFailures?.first.map { ": \($0.name) (\($0.error))" + ((r.dnsFailures?.count ?? 0) > 1 ? ", …" : "") } ?? "") : "",
+                 bad: h.dnsErrors > 0),
             item("stalls", h.stalls.map(String.init) ?? "off", h.longestStallUs.map { "longest " + Format.duration($0) } ?? "",
                  bad: (h.stalls ?? 0) > 0),
             item("warnings", String(h.warnings), "", bad: h.warnings > 0),
-        ] + (lost.isEmpty ? [] : [item("lost", String(h.droppedEvents + h.droppedRecords + h.captureDropped), lost.joined(separator: ", "), bad: true)])
+        ] + (r.coverage.flatMap { c -> String? in
+            guard c.httpConnections > 0 else { return nil }
+            let whole = c.undecoded.reduce(0) { $0 + $1.connections }
+            return item("HTTP decoded", "\(c.decodedConnections) of \(c.httpConnections)",
+                        (c.decodedBytesShare.map { CoverageText.percent($0) + " of bytes" } ?? "")
+                        + (c.undecoded.isEmpty ? "" : "; not: " + c.undecoded.prefix(3).map { "\($0.reason ?? "?")" }.joined(separator: ", ")),
+                        bad: whole > 0)
+        }.map { [$0] } ?? []) + (lost.isEmpty ? [] : [item("lost", String(h.droppedEvents + h.droppedRecords + h.captureDropped), lost.joined(separator: ", "), bad: true)])
         return "<header><h1>wedjat report</h1>\n<dl class=\"summary\">" + items.joined() + "</dl></header>"
+    }
+
+    // MARK: coverage
+
+    /// What share of the traffic was decoded and why the rest was not, and the lookups that
+    /// failed: the text report's `coverage` and `DNS` lines, as cards.
+    private func coverage(_ r: Report) -> String {
+        var cards: [String] = []
+        if let c = r.coverage, c.connections > 0 {
+            var rows: [String] = []
+            func row(_ what: String, _ g: Report.CoverageGroup, bad: Bool) {
+                let n = g.connections + (g.partly ?? 0)
+                rows.append("<tr\(bad ? " class=\"bad\"" : "")><td>\(HTMLText.escape(what))</td><td>\(n)"
+                            + ((g.partly ?? 0) > 0 ? " (\(g.partly!) after decoded exchanges)" : "") + "</td>"
+                            + "<td>\(HTMLText.escape(Format.bytes(g.bytes)))</td><td>\(HTMLText.escape(g.examples.joined(separator: ", ")))</td></tr>")
+            }
+            if c.httpConnections > 0 {
+                rows.append("<tr><td>HTTP decoded</td><td>\(c.decodedConnections)</td><td>\(HTMLText.escape(Format.bytes(c.decodedBytes)))</td><td></td></tr>")
+            }
+            for g in c.undecoded { row("not decoded: " + (g.reason ?? "?"), g, bad: g.connections > 0) }
+            for g in c.otherProtocols { row(g.kind == "udp" ? "other protocol: udp" : "other protocol: \(g.kind ?? "?") (not HTTP)", g, bad: false) }
+            if let p = c.notParsed { row("not parsed (HTTP parsing off, or an older log)", p, bad: false) }
+            if let f = c.failed { row("failed before a request (connection errors)", f, bad: false) }
+            let headline = CoverageText.decoded(c) ?? "No HTTP connection"
+            cards.append("<div class=\"card\" id=\"coverage-card\"><h3>Capture coverage</h3>"
+                         + "<p class=\"facts\">\(HTMLText.escape(headline)) · \(HTMLText.escape(Format.count(c.connections, "connection"))) carried "
+                         + "\(HTMLText.escape(Format.bytes(c.bytes)))</p>"
+                         + "<table class=\"plain\"><tr><th>what</th><th>connections</th><th>bytes</th><th>where</th></tr>"
+                         + rows.joined() + "</table>"
+                         + "<p class=\"note\">Reasons as the log names them (<code>http_none</code>, <code>http_undecoded</code>): "
+                         + "http2, tls_not_hooked (TLS of a library wedjat does not hook), tunnel, not_http, desync, incomplete, parse, no_bytes.</p></div>")
+        }
+        if let failures = r.dnsFailures, !failures.isEmpty {
+            let rows = failures.prefix(50).map { f in
+                "<tr class=\"bad\"><td>\(HTMLText.escape(f.name))</td><td>\(HTMLText.escape(f.error))</td><td>\(HTMLText.escape(f.api ?? ""))</td><td>\(f.count)</td></tr>"
+            }.joined()
+            cards.append("<div class=\"card\" id=\"dns-failures\"><h3>DNS failures</h3>"
+                         + "<table class=\"plain\"><tr><th>name</th><th>error</th><th>api</th><th>count</th></tr>" + rows + "</table>"
+                         + (failures.count > 50 ? "<p class=\"note\">\(failures.count - 50) more: see <code>wedjat report --format json</code>.</p>" : "")
+                         + "</div>")
+        }
+        guard !cards.isEmpty else { return "" }
+        return "<section id=\"coverage\"><h2>Coverage</h2>\n<div class=\"cards\">" + cards.joined(separator: "\n") + "</div></section>"
     }
 
     // MARK: waterfall
