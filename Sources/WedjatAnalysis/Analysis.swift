@@ -242,10 +242,10 @@ public struct RunAnalysis: Sendable {
         return i
     }
 
-    private mutating func noteConnectionHost(_ h: HTTPRecord, log i: Int) {
+    private mutating func noteConnectionHost(_ h: HTTPRecord, key: HTTPKey? = nil, log i: Int) {
         guard let id = h.connId else { return }
         if connectionHostsLog != i { connectionHosts.removeAll(); connectionHostsLog = i }
-        if connectionHosts[id] == nil { connectionHosts[id] = HTTPKey(h) }
+        if connectionHosts[id] == nil { connectionHosts[id] = key ?? HTTPKey(h) }
     }
 
     /// `joined`: an exchange whose halves were joined, coming out of reading order (its log may
@@ -276,7 +276,7 @@ public struct RunAnalysis: Sendable {
         case .http(let h):
             let key = HTTPKey(h)
             http[key, default: HTTPStats(key: key)].add(h)
-            if !joined, !h.isContinuation { noteConnectionHost(h, log: i) }
+            if !joined, !h.isContinuation { noteConnectionHost(h, key: key, log: i) }
             if let t = h.ttfbUs { ttfb.record(t) }
             if let d = h.durationUs { durations.record(d) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)

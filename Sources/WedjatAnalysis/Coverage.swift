@@ -19,11 +19,18 @@ public struct CoverageStats: Sendable {
         public var examples: [String] = []
         public var bytes: Int64 { bytesIn + bytesOut }
 
-        mutating func add(bytesIn: Int64, bytesOut: Int64, example: String?, whole: Bool) {
+        /// Connections whose destination was looked at for `examples`.
+        var tried = 0
+
+        /// The example is made only while the group has room for one, from its first 64
+        /// connections (most connections never need one: no string is made for them).
+        mutating func add(bytesIn: Int64, bytesOut: Int64, of c: ConnectionRecord, whole: Bool) {
             if whole { connections += 1 } else { partly += 1 }
             self.bytesIn += bytesIn
             self.bytesOut += bytesOut
-            if let example, examples.count < CoverageStats.examples, !examples.contains(example) { examples.append(example) }
+            guard examples.count < CoverageStats.examples, tried < 64 else { return }
+            tried += 1
+            if let e = CoverageStats.example(c), !examples.contains(e) { examples.append(e) }
         }
     }
 
@@ -58,14 +65,13 @@ public struct CoverageStats: Sendable {
         let whole = c.inheritedFrom == nil
         if whole { connections += 1 }
         bytes += total
-        let example = Self.example(c)
         let transport = c.transport ?? "tcp"
         if transport == "udp" {
-            Self.add(&otherProtocols, "udp", c.bytesIn, c.bytesOut, example, whole: true, counted: whole)
+            Self.add(&otherProtocols, "udp", c.bytesIn, c.bytesOut, c, whole: true, counted: whole)
             return
         }
         if c.httpNone == "not_http" {
-            Self.add(&otherProtocols, transport, c.bytesIn, c.bytesOut, example, whole: true, counted: whole)
+            Self.add(&otherProtocols, transport, c.bytesIn, c.bytesOut, c, whole: true, counted: whole)
             return
         }
         if let requests = c.httpRequests, requests > 0 {
@@ -75,7 +81,7 @@ public struct CoverageStats: Sendable {
                 let uIn = Swift.min(u.bytesIn, c.bytesIn), uOut = Swift.min(u.bytesOut, c.bytesOut)
                 decodedIn -= uIn
                 decodedOut -= uOut
-                Self.add(&undecoded, u.reason, uIn, uOut, example, whole: false, counted: whole)
+                Self.add(&undecoded, u.reason, uIn, uOut, c, whole: false, counted: whole)
             }
             decodedBytesIn += decodedIn
             decodedBytesOut += decodedOut
@@ -84,7 +90,7 @@ public struct CoverageStats: Sendable {
         if c.httpNone == nil, c.httpUndecoded == nil, c.error != nil {
             // Failed (a refused TLS handshake, a reset) before any exchange, with no reason for the
             // bytes: a connection error, which the report counts as such.
-            if whole { failed.add(bytesIn: c.bytesIn, bytesOut: c.bytesOut, example: example, whole: true) }
+            if whole { failed.add(bytesIn: c.bytesIn, bytesOut: c.bytesOut, of: c, whole: true) }
             else { failed.bytesIn += c.bytesIn; failed.bytesOut += c.bytesOut }
             return
         }
@@ -93,21 +99,21 @@ public struct CoverageStats: Sendable {
             let u = c.httpUndecoded
             let uIn = u.map { Swift.min($0.bytesIn, c.bytesIn) } ?? c.bytesIn
             let uOut = u.map { Swift.min($0.bytesOut, c.bytesOut) } ?? c.bytesOut
-            Self.add(&undecoded, reason, uIn, uOut, example, whole: true, counted: whole)
+            Self.add(&undecoded, reason, uIn, uOut, c, whole: true, counted: whole)
             decodedBytesIn += c.bytesIn - uIn
             decodedBytesOut += c.bytesOut - uOut
             return
         }
-        if whole { notParsed.add(bytesIn: c.bytesIn, bytesOut: c.bytesOut, example: example, whole: true) }
+        if whole { notParsed.add(bytesIn: c.bytesIn, bytesOut: c.bytesOut, of: c, whole: true) }
         else { notParsed.bytesIn += c.bytesIn; notParsed.bytesOut += c.bytesOut }
     }
 
     /// `counted`: false for a forked child's copy (bytes only).
-    private static func add(_ groups: inout [String: Group], _ name: String, _ bytesIn: Int64, _ bytesOut: Int64, _ example: String?,
-                            whole: Bool, counted: Bool) {
+    private static func add(_ groups: inout [String: Group], _ name: String, _ bytesIn: Int64, _ bytesOut: Int64,
+                            _ c: ConnectionRecord, whole: Bool, counted: Bool) {
         let key = groups[name] != nil || groups.count < maxGroups ? name : "other"
         if counted {
-            groups[key, default: Group()].add(bytesIn: bytesIn, bytesOut: bytesOut, example: example, whole: whole)
+            groups[key, default: Group()].add(bytesIn: bytesIn, bytesOut: bytesOut, of: c, whole: whole)
         } else {
             groups[key, default: Group()].bytesIn += bytesIn
             groups[key, default: Group()].bytesOut += bytesOut

@@ -110,28 +110,11 @@ struct HandoffJoin {
     /// caller goes on with the record itself.
     mutating func take(_ record: Record, origin: @autoclosure () -> Origin) -> Bool {
         switch record {
-        case .http(let h) where h.isHandedOff:
-            guard let id = h.connId, let index = h.requestIndex else { return true }
-            let o = origin()
-            let key = ExchangeKey(log: Self.fileName(o.log), connId: id, index: index)
-            if let child = children.removeValue(forKey: key) {
-                waiting -= 1
-                emitPair(parent: Half(seq: 0, record: h, origin: o), child: child)
-                return false
-            }
-            guard parents[key] == nil, waiting < limit else { overLimit += 1; return true }
-            parents[key] = Half(seq: next(), record: h, origin: o)
-            waiting += 1
-            return false
-        case .http(let h) where h.isContinuation:
-            guard let id = h.connId, h.requestIndex != nil else { return true }
-            let o = origin()
-            let child = ChildConnection(log: o.log, connId: id)
-            if let parent = placed[child] { return place(Half(seq: next(), record: h, origin: o), parent: parent) }
-            guard waiting < limit else { overLimit += 1; return true }
-            unplaced[child, default: []].append(Half(seq: next(), record: h, origin: o))
-            waiting += 1
-            return false
+        case .http(let h):
+            // Most records are neither half: two checks of plain fields.
+            if h.error != nil, h.isHandedOff { return takeParent(h, origin()) }
+            if h.requestStartTs == nil, h.isContinuation { return takeChild(h, origin()) }
+            return true
         case .connection(let c):
             guard let from = c.inheritedFrom, let id = c.connId else { return true }
             let child = ChildConnection(log: origin().log, connId: id)
@@ -145,6 +128,30 @@ struct HandoffJoin {
         default:
             return true
         }
+    }
+
+    private mutating func takeParent(_ h: HTTPRecord, _ o: Origin) -> Bool {
+        guard let id = h.connId, let index = h.requestIndex else { return true }
+        let key = ExchangeKey(log: Self.fileName(o.log), connId: id, index: index)
+        if let child = children.removeValue(forKey: key) {
+            waiting -= 1
+            emitPair(parent: Half(seq: 0, record: h, origin: o), child: child)
+            return false
+        }
+        guard parents[key] == nil, waiting < limit else { overLimit += 1; return true }
+        parents[key] = Half(seq: next(), record: h, origin: o)
+        waiting += 1
+        return false
+    }
+
+    private mutating func takeChild(_ h: HTTPRecord, _ o: Origin) -> Bool {
+        guard let id = h.connId, h.requestIndex != nil else { return true }
+        let child = ChildConnection(log: o.log, connId: id)
+        if let parent = placed[child] { return place(Half(seq: next(), record: h, origin: o), parent: parent) }
+        guard waiting < limit else { overLimit += 1; return true }
+        unplaced[child, default: []].append(Half(seq: next(), record: h, origin: o))
+        waiting += 1
+        return false
     }
 
     /// A child's half whose parent is known: joined, or waiting for the parent's half; true when

@@ -500,6 +500,12 @@ public enum Record: Sendable, Equatable {
     }
 }
 
+extension Record {
+    /// `connection` fields most records lack (issue 15's): `http_none`, `http_undecoded`,
+    /// `forked_while_open`, `inherited_from`, in the bits 1, 2, 4, 8 of `JSONDocument.present`.
+    static let connectionRareKeys: [StaticString] = ["http_none", "http_undecoded", "forked_while_open", "inherited_from"]
+}
+
 /// Why one JSON object could not become a `Record`.
 public enum RecordDecodeError: Error, Equatable {
     case missingType
@@ -533,6 +539,8 @@ extension Record {
                 stallMs: try f.object("config")?.int("stall_ms"),
                 segment: try f.int("segment"), segmentStartTs: try f.int64("segment_start_ts"), cpus: try f.int("cpus")))
         case "connection":
+            // Fields of issue 15 that most records lack: looked for in one pass.
+            let rare = f.doc.present(Record.connectionRareKeys, in: f.node)
             return .connection(ConnectionRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"), fd: try f.int("fd"),
                 transport: try f.string("transport"), family: try f.string("family"),
@@ -548,13 +556,13 @@ extension Record {
                             version: try t.string("version"), alpn: try t.string("alpn"), phaseUs: try t.int64("phase_us"))
                 },
                 shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests"),
-                dnsUs: try f.int64("dns_us"), httpNone: try f.string("http_none"),
-                httpUndecoded: try f.object("http_undecoded").map { u throws(RecordDecodeError) in
+                dnsUs: try f.int64("dns_us"), httpNone: rare & 1 == 0 ? nil : try f.string("http_none"),
+                httpUndecoded: rare & 2 == 0 ? nil : try f.object("http_undecoded").map { u throws(RecordDecodeError) in
                     ConnectionRecord.Undecoded(reason: try u.string("reason") ?? "?", bytesIn: Swift.max(0, try u.int64("bytes_in") ?? 0),
                                                bytesOut: Swift.max(0, try u.int64("bytes_out") ?? 0))
                 },
-                forkedWhileOpen: try f.bool("forked_while_open") ?? false,
-                inheritedFrom: try f.object("inherited_from").flatMap { i throws(RecordDecodeError) in
+                forkedWhileOpen: rare & 4 == 0 ? false : try f.bool("forked_while_open") ?? false,
+                inheritedFrom: rare & 8 == 0 ? nil : try f.object("inherited_from").flatMap { i throws(RecordDecodeError) in
                     ConnectionRecord.Inherited(log: try i.string("log", required: true)!, connId: try i.int64("conn_id", required: true)!)
                 }))
         case "http":
