@@ -21,6 +21,12 @@ public struct ProcessLog: Sendable {
     /// HTTP exchanges: `http` records plus `http_summary` counts, and those with an error.
     public var httpRequests: Int64 = 0
     public var httpErrors: Int64 = 0
+    /// `http` records of exchanges handed off to a forked child whose half was not found
+    /// (not errors: the response was written by the child; Handoff.swift).
+    public var httpHandedOff: Int64 = 0
+    /// Connections inherited from the parent (`inherited_from`): the same sockets as the
+    /// parent's records, counted once in the run's totals.
+    public var inheritedConnections = 0
     /// `warning` and `exec_failed` records, in file order.
     public var notes: [NoteRecord] = []
     /// `sample` records, summarised.
@@ -84,6 +90,7 @@ public struct ProcessLog: Sendable {
         case .connection(let c):
             recordPid = recordPid ?? c.pid
             connections += 1
+            if c.inheritedFrom != nil { inheritedConnections += 1 }
             bytesIn += c.bytesIn
             bytesOut += c.bytesOut
             if c.error != nil { errors += 1 }
@@ -108,7 +115,8 @@ public struct ProcessLog: Sendable {
         case .http(let h):
             recordPid = recordPid ?? h.pid
             httpRequests += 1
-            if h.error != nil { httpErrors += 1 }
+            if h.failed { httpErrors += 1 }
+            if h.isHandedOff { httpHandedOff += 1 }
         case .httpSummary(let h):
             recordPid = recordPid ?? h.pid
             httpRequests += Swift.max(0, h.count)
@@ -135,6 +143,10 @@ public struct RunAnalysis: Sendable {
     public private(set) var peers: [PeerKey: PeerStats] = [:]
     public private(set) var http: [HTTPKey: HTTPStats] = [:]
     public private(set) var connectionStats = ConnectionStats()
+    /// What share of the traffic was decoded, and why the rest was not (Coverage.swift).
+    public private(set) var coverage = CoverageStats()
+    /// Failed lookups by name and error.
+    public private(set) var dnsFailures = DNSFailures()
     /// The longest stalls of the run, the rest counted (Stalls.swift).
     public private(set) var stalls = StallCollection()
     /// Single requests for the HTML report's waterfall (a bounded selection).
@@ -156,6 +168,8 @@ public struct RunAnalysis: Sendable {
     /// connection's record arrives (conn_ids are per log; files are read one after the other).
     private var connectionHosts: [Int64: HTTPKey] = [:]
     private var connectionHostsLog = -1
+    /// Exchanges handed off to a forked child: their two halves, joined (Handoff.swift).
+    private var handoffs = HandoffJoin()
 
     /// `slowest`: how many of the slowest exchanges to keep.
     /// Whether single requests are collected for the HTML waterfall (only the HTML report draws
@@ -180,14 +194,63 @@ public struct RunAnalysis: Sendable {
         } catch {
             throw LoadFailure(error: error, warnings: reader.warnings)
         }
+        analysis.finish()
         analysis.readerWarnings = reader.warnings
         analysis.filesRead = reader.filesRead
         return analysis
     }
 
     /// `file`: the log (its first segment's path); `line`: where the record is in
-    /// `segmentFile` (1-based; `file` itself when nil), for the slowest exchanges.
+    /// `segmentFile` (1-based; `file` itself when nil), for the slowest exchanges. The halves of
+    /// an exchange handed off to a forked child wait for each other (Handoff.swift): call
+    /// `finish()` after the last record.
     public mutating func add(_ record: Record, file: String, line: Int = 0, segmentFile: String? = nil) {
+        let pass = handoffs.take(record, origin: HandoffJoin.Origin(log: file, file: segmentFile, line: line))
+        if !pass, case .http(let h) = record, h.isHandedOff {
+            // The connection's record may come before the joined exchange: it is the host's.
+            noteConnectionHost(h, log: logIndex(file))
+        }
+        if !handoffs.ready.isEmpty { drainHandoffs() }
+        if pass { process(record, file: file, line: line, segmentFile: segmentFile, joined: false) }
+    }
+
+    /// The halves of handed-off exchanges that found no other half, as they are.
+    public mutating func finish() {
+        handoffs.finish()
+        drainHandoffs()
+    }
+
+    /// Exchanges joined across a fork, and halves left as they were (Handoff.swift).
+    public var handoffStats: (joined: Int, unjoinedParents: Int, unjoinedChildren: Int, overLimit: Int) {
+        (handoffs.joinedCount, handoffs.unjoinedParents, handoffs.unjoinedChildren, handoffs.overLimit)
+    }
+
+    private mutating func drainHandoffs() {
+        let items = handoffs.ready
+        handoffs.ready.removeAll()
+        for item in items {
+            process(item.record, file: item.origin.log, line: item.origin.line, segmentFile: item.origin.file, joined: item.joined)
+        }
+    }
+
+    private mutating func logIndex(_ file: String) -> Int {
+        if file == lastFile { return lastIndex }
+        if let known = index[file] { return known }
+        let i = logs.count
+        index[file] = i
+        logs.append(ProcessLog(path: file))
+        return i
+    }
+
+    private mutating func noteConnectionHost(_ h: HTTPRecord, key: HTTPKey? = nil, log i: Int) {
+        guard let id = h.connId else { return }
+        if connectionHostsLog != i { connectionHosts.removeAll(); connectionHostsLog = i }
+        if connectionHosts[id] == nil { connectionHosts[id] = key ?? HTTPKey(h) }
+    }
+
+    /// `joined`: an exchange whose halves were joined, coming out of reading order (its log may
+    /// not be the one being read): what depends on that order was done when its half came.
+    private mutating func process(_ record: Record, file: String, line: Int, segmentFile: String?, joined: Bool) {
         let i: Int
         if file == lastFile {
             i = lastIndex
@@ -207,15 +270,13 @@ public struct RunAnalysis: Sendable {
             let key = PeerKey(c)
             peers[key, default: PeerStats(key: key)].add(c)
             connectionStats.add(c)
+            coverage.add(c)
             attribute(c, log: i)
             slowest.add(connection: c, log: i, lookup: lookups.lookup(of: c, file: i))
         case .http(let h):
             let key = HTTPKey(h)
             http[key, default: HTTPStats(key: key)].add(h)
-            if let id = h.connId {
-                if connectionHostsLog != i { connectionHosts.removeAll(); connectionHostsLog = i }
-                if connectionHosts[id] == nil { connectionHosts[id] = key }
-            }
+            if !joined, !h.isContinuation { noteConnectionHost(h, key: key, log: i) }
             if let t = h.ttfbUs { ttfb.record(t) }
             if let d = h.durationUs { durations.record(d) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
@@ -229,6 +290,7 @@ public struct RunAnalysis: Sendable {
             endpoints.add(s)
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
+            dnsFailures.add(d)
             lookups.add(d, file: i)
         case .stall(let s):
             stalls.add(s, log: i)
@@ -246,6 +308,8 @@ extension RunAnalysis {
     /// (`HTTPKey(connection:)`), so that a connect that failed before any request still counts
     /// against its host.
     private mutating func attribute(_ c: ConnectionRecord, log: Int) {
+        // A forked child's copy of its parent's connection: the parent's record is the one.
+        guard c.inheritedFrom == nil else { return }
         var key: HTTPKey?
         if connectionHostsLog == log, let id = c.connId { key = connectionHosts.removeValue(forKey: id) }
         if key == nil, c.error != nil || (c.httpRequests ?? 1) > 0 { key = HTTPKey(connection: c) }

@@ -93,7 +93,7 @@ public struct EndpointStats: Sendable {
     mutating func add(_ h: HTTPRecord) {
         requests += 1
         statusClasses.add(status: h.status)
-        if h.error != nil { errors += 1 }
+        if h.failed { errors += 1 }
         if let t = h.ttfbUs { ttfb.record(t) }
         if let d = h.durationUs { durations.record(d) }
     }

@@ -92,6 +92,33 @@ final class JSONDocument {
         }
     }
 
+    /// Which of `keys` the object at `object` has, as bits (bit i: `keys[i]`), in one pass over
+    /// its members: for optional fields most records lack, where each `find` that misses would
+    /// scan every member.
+    func present(_ keys: [StaticString], in object: Int) -> UInt64 {
+        let n = nodes.base, bytes = storage
+        // The keys' lengths as one mask: most members are ruled out by their length alone.
+        var lengths: UInt64 = 0
+        for key in keys where key.utf8CodeUnitCount < 64 { lengths |= 1 << UInt64(key.utf8CodeUnitCount) }
+        var found: UInt64 = 0
+        let end = Int(n[object].next)
+        var k = object + 1
+        while k < end {
+            let name = n[k]
+            let length = Int(name.end - name.start)
+            if name.escaped || (length < 64 && lengths & (1 << UInt64(length)) != 0) {
+                for bit in 0 ..< keys.count {
+                    let key = keys[bit]
+                    let hit = name.escaped ? string(k) == key.description
+                        : key.utf8CodeUnitCount == length && (length == 0 || memcmp(bytes + Int(name.start), key.utf8Start, length) == 0)
+                    if hit { found |= 1 << UInt64(bit) }
+                }
+            }
+            k = Int(n[k + 1].next)
+        }
+        return found
+    }
+
     /// The key node named `k` among the members whose key nodes are from `from` (a key) up to `to`.
     private func scan(_ k: UnsafeBufferPointer<UInt8>, _ n: UnsafeMutablePointer<Node>, _ bytes: UnsafeMutablePointer<UInt8>,
                       from: Int, to: Int) -> Int? {

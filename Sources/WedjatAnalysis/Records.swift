@@ -79,19 +79,48 @@ public struct ConnectionRecord: Sendable, Equatable {
     public var httpStopped: String?
     /// The lookup that led to this connection (client only, when it is this connection's own).
     public var dnsUs: Int64?
+    /// Why an HTTP-eligible connection that carried bytes has no decoded exchange (`not_http`,
+    /// `http2`, `tls_not_hooked`, ...: docs/LOG_FORMAT.md); nil otherwise or in older logs.
+    public var httpNone: String?
+    /// The bytes that were not decoded, and why: all of them with `httpNone`, or those after
+    /// decoding stopped partway; nil when everything was decoded (or the log is older).
+    public var httpUndecoded: Undecoded?
+    /// The process forked while the connection was open: a child may have continued it.
+    public var forkedWhileOpen: Bool
+    /// In a forked child: the parent's connection this one continues (its log and conn_id).
+    public var inheritedFrom: Inherited?
+
+    public struct Undecoded: Sendable, Equatable {
+        public var reason: String
+        public var bytesIn: Int64
+        public var bytesOut: Int64
+        public init(reason: String, bytesIn: Int64, bytesOut: Int64) {
+            self.reason = reason; self.bytesIn = bytesIn; self.bytesOut = bytesOut
+        }
+    }
+
+    public struct Inherited: Sendable, Equatable, Hashable {
+        public var log: String
+        public var connId: Int64
+        public init(log: String, connId: Int64) { self.log = log; self.connId = connId }
+    }
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, fd: Int? = nil, transport: String? = "tcp",
                 family: String? = "ipv4", role: String, local: String? = nil, peer: String? = nil,
                 openTs: Int64? = nil, closeTs: Int64? = nil, durationUs: Int64? = nil, connectUs: Int64? = nil,
                 bytesIn: Int64 = 0, bytesOut: Int64 = 0, error: String? = nil, openAtExit: Bool = false,
                 host: String? = nil, errorPhase: String? = nil, tls: TLSInfo? = nil, shutdownTs: Int64? = nil,
-                httpRequests: Int64? = nil, dnsUs: Int64? = nil, httpVersion: String? = nil, httpStopped: String? = nil) {
+                httpRequests: Int64? = nil, dnsUs: Int64? = nil, httpVersion: String? = nil, httpStopped: String? = nil,
+                httpNone: String? = nil, httpUndecoded: Undecoded? = nil,
+                forkedWhileOpen: Bool = false, inheritedFrom: Inherited? = nil) {
         self.ts = ts; self.pid = pid; self.tid = tid; self.connId = connId; self.fd = fd; self.transport = transport
         self.family = family; self.role = role; self.local = local; self.peer = peer; self.openTs = openTs
         self.closeTs = closeTs; self.durationUs = durationUs; self.connectUs = connectUs; self.bytesIn = bytesIn
         self.bytesOut = bytesOut; self.error = error; self.openAtExit = openAtExit; self.host = host
         self.errorPhase = errorPhase; self.tls = tls; self.shutdownTs = shutdownTs; self.httpRequests = httpRequests
         self.dnsUs = dnsUs; self.httpVersion = httpVersion; self.httpStopped = httpStopped
+        self.httpNone = httpNone; self.httpUndecoded = httpUndecoded
+        self.forkedWhileOpen = forkedWhileOpen; self.inheritedFrom = inheritedFrom
     }
 
     /// `duration_us`, or `close_ts - open_ts` when an older writer left it out.
@@ -164,6 +193,9 @@ public struct HTTPRecord: Sendable, Equatable {
     public var pushed = false
     public var resetBy: String?
     public var grpc: GRPCRecord?
+    /// An exchange handed off to a forked child and joined with the child's half: the child's
+    /// pid (Handoff.swift); nil otherwise.
+    public var continuedBy: Int?
 
     public init(ts: Int64, pid: Int, tid: Int? = nil, connId: Int64? = nil, role: String, scheme: String? = "http",
                 method: String? = "GET", host: String? = nil, path: String? = nil, status: Int? = nil,
@@ -504,6 +536,12 @@ public enum Record: Sendable, Equatable {
     }
 }
 
+extension Record {
+    /// `connection` fields most records lack (issue 15's): `http_none`, `http_undecoded`,
+    /// `forked_while_open`, `inherited_from`, in the bits 1, 2, 4, 8 of `JSONDocument.present`.
+    static let connectionRareKeys: [StaticString] = ["http_none", "http_undecoded", "forked_while_open", "inherited_from"]
+}
+
 /// Why one JSON object could not become a `Record`.
 public enum RecordDecodeError: Error, Equatable {
     case missingType
@@ -537,6 +575,8 @@ extension Record {
                 stallMs: try f.object("config")?.int("stall_ms"),
                 segment: try f.int("segment"), segmentStartTs: try f.int64("segment_start_ts"), cpus: try f.int("cpus")))
         case "connection":
+            // Fields of issue 15 that most records lack: looked for in one pass.
+            let rare = f.doc.present(Record.connectionRareKeys, in: f.node)
             return .connection(ConnectionRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"), fd: try f.int("fd"),
                 transport: try f.string("transport"), family: try f.string("family"),
@@ -553,7 +593,15 @@ extension Record {
                 },
                 shutdownTs: try f.int64("shutdown_ts"), httpRequests: try f.int64("http_requests"),
                 dnsUs: try f.int64("dns_us"), httpVersion: try f.string("http_version"),
-                httpStopped: try f.string("http_stopped")))
+                httpStopped: try f.string("http_stopped"), httpNone: rare & 1 == 0 ? nil : try f.string("http_none"),
+                httpUndecoded: rare & 2 == 0 ? nil : try f.object("http_undecoded").map { u throws(RecordDecodeError) in
+                    ConnectionRecord.Undecoded(reason: try u.string("reason") ?? "?", bytesIn: Swift.max(0, try u.int64("bytes_in") ?? 0),
+                                               bytesOut: Swift.max(0, try u.int64("bytes_out") ?? 0))
+                },
+                forkedWhileOpen: rare & 4 == 0 ? false : try f.bool("forked_while_open") ?? false,
+                inheritedFrom: rare & 8 == 0 ? nil : try f.object("inherited_from").flatMap { i throws(RecordDecodeError) in
+                    ConnectionRecord.Inherited(log: try i.string("log", required: true)!, connId: try i.int64("conn_id", required: true)!)
+                }))
         case "http":
             var h = HTTPRecord(
                 ts: ts, pid: pid, tid: try f.int("tid"), connId: try f.int64("conn_id"),

@@ -6,7 +6,7 @@ import Foundation
 
 public struct Report: Codable, Sendable {
     /// docs/REPORT_JSON.md: incremented when a field changes meaning or disappears.
-    public static let currentVersion = 3
+    public static let currentVersion = 4
     public var reportVersion = Report.currentVersion
     public var headline: Headline
     public var processes: [ProcessRow]
@@ -23,6 +23,11 @@ public struct Report: Codable, Sendable {
     /// for `slowest`: they have no single durations).
     public var slowestSummarized: [SummarizedRow]
     public var connectionStats: ConnectionStatsRow
+    /// Connections with bytes: decoded, not decoded (why), other protocols (Coverage.swift);
+    /// nil when no connection carried a byte.
+    public var coverage: CoverageSection?
+    /// Failed lookups by name and error, the most frequent first; nil when none failed.
+    public var dnsFailures: [DNSFailureRow]?
     public var tree: [TreeNode]
     /// Processes with `sample` records, busiest first (ReportVitals.swift).
     public var vitals: [VitalsRow]
@@ -49,6 +54,9 @@ public struct Report: Codable, Sendable {
         /// HTTP exchanges (`http` records plus `http_summary` counts) and those with an error.
         public var httpRequests: Int64
         public var httpErrors: Int64
+        /// Exchanges handed off to a forked child (Handoff.swift): joined with the child's half,
+        /// and halves left alone (the other one not in the logs); nil when there were none.
+        public var handedOff: HandedOff?
         /// Ratios from 0 to 1 (ReportHosts.swift); absent when their denominator is 0.
         public var connectionErrorRate: Double?
         public var networkErrorRate: Double?
@@ -72,6 +80,12 @@ public struct Report: Codable, Sendable {
         public var captureDropped: Int64
         public var untrackedConnections: Int64
         public var warnings: Int
+    }
+
+    public struct HandedOff: Codable, Sendable {
+        public var joined: Int
+        public var withoutResponse: Int
+        public var withoutRequest: Int
     }
 
     public struct ProcessRow: Codable, Sendable {
@@ -203,6 +217,9 @@ public struct Report: Codable, Sendable {
         public var connectUs: Percentiles?
         public var tlsUs: Percentiles?
         public var throughputBytesPerS: Int64?
+        /// Exchanges handed off to a forked child whose half was not in the logs: no response
+        /// here, not errors (in `status_classes.no_response`); nil when none.
+        public var handedOff: Int64?
     }
 
     public struct ConnectionStatsRow: Codable, Sendable {
@@ -352,7 +369,7 @@ extension Report {
         let endTs = logs.map(\.lastKnownTs).max() ?? startTs
         headline = Headline(
             processes: tree.processCount, logs: logs.count, startTs: startTs, endTs: endTs, spanUs: endTs - startTs,
-            connections: logs.reduce(0) { $0 + $1.connections },
+            connections: logs.reduce(0) { $0 + $1.connections - $1.inheritedConnections },
             bytesIn: logs.reduce(0) { $0 + $1.bytesIn }, bytesOut: logs.reduce(0) { $0 + $1.bytesOut },
             errors: logs.reduce(0) { $0 + $1.errors },
             dnsLookups: logs.reduce(0) { $0 + $1.dnsLookups },
@@ -372,6 +389,13 @@ extension Report {
         endpoints = Report.endpointRows(analysis)
         slowestSummarized = Report.summarizedRows(analysis)
         self.connectionStats = connectionStats
+        coverage = Report.coverageSection(analysis.coverage)
+        dnsFailures = analysis.dnsFailures.total > 0 ? Report.dnsFailureRows(analysis.dnsFailures) : nil
+        let handoffs = analysis.handoffStats
+        if handoffs.joined + handoffs.unjoinedParents + handoffs.unjoinedChildren > 0 {
+            headline.handedOff = HandedOff(joined: handoffs.joined, withoutResponse: handoffs.unjoinedParents,
+                                           withoutRequest: handoffs.unjoinedChildren)
+        }
         self.tree = tree.roots.map(treeNode)
         vitals = Report.vitalsRows(logs)
         startup = Report.startupRows(logs)

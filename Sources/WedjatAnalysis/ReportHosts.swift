@@ -127,7 +127,7 @@ extension Report {
                     clientErrorRate: rate(c.s4xx, h.requests), serverErrorRate: rate(c.s5xx, h.requests),
                     dnsUs: Percentiles(h.connections.dns), connectUs: Percentiles(h.connections.connect),
                     tlsUs: Percentiles(h.connections.tls),
-                    throughputBytesPerS: h.rateBytesPerS)
+                    throughputBytesPerS: h.rateBytesPerS, handedOff: h.handedOff > 0 ? h.handedOff : nil)
             }
     }
 

@@ -18,6 +18,11 @@ public enum RunSummary {
             if h.captureDropped > 0 { first += ", \(h.captureDropped) capture drops" }
         }
         var lines = ["wedjat: " + first]
+        // Traffic that was not decoded is said: a run whose HTTP was HTTP/2 or opaque TLS must not
+        // look like a run without HTTP.
+        if let c = r.coverage, !c.undecoded.isEmpty {
+            lines.append("wedjat: " + CoverageText.short(c) + " (the report says where)")
+        }
         if h.warnings > 0 { lines.append("wedjat: " + Format.count(h.warnings, "warning") + " (see the report)") }
         lines.append("wedjat: logs in \(logDir) (\(Format.count(h.logs, "new file")) of this run"
                      + (others > 0 ? "; \(Format.count(others, "other new log")) from other programs not counted" : "")

@@ -242,10 +242,16 @@ public struct PeerStats: Sendable {
 
     public init(key: PeerKey) { self.key = key }
 
+    /// A forked child's copy of its parent's connection (`inherited_from`) adds its bytes and
+    /// its error; the parent's record counts the connection and its duration.
     public mutating func add(_ c: ConnectionRecord) {
-        count += 1
         bytesIn += c.bytesIn
         bytesOut += c.bytesOut
+        if c.inheritedFrom != nil {
+            if let e = c.error { errors += 1; errorNames[e, default: 0] += 1 }
+            return
+        }
+        count += 1
         if c.openAtExit { openAtExit += 1 }
         if let h = c.host, hosts.count < 8 { hosts.insert(h) }
         if let e = c.error {
@@ -331,6 +337,9 @@ public struct HTTPStats: Sendable {
     public private(set) var errors: Int64 = 0
     /// Error names of `http` records (summaries count errors without naming them).
     public private(set) var errorNames: [String: Int] = [:]
+    /// Exchanges handed off to a forked child whose half was not read: not errors, no response
+    /// here (Handoff.swift).
+    public private(set) var handedOff: Int64 = 0
     public private(set) var requestBytes: Int64 = 0
     public private(set) var responseBytes: Int64 = 0
     /// `http` records on a reused connection (`reused: true`).
@@ -358,7 +367,9 @@ public struct HTTPStats: Sendable {
         records += 1
         statusClasses.add(status: h.status)
         if let code = h.status { statusCodes[code, default: 0] += 1 }
-        if let e = h.error {
+        if h.isHandedOff {
+            handedOff += 1
+        } else if let e = h.error {
             errors += 1
             errorNames[e, default: 0] += 1
         }
@@ -574,6 +585,9 @@ public struct ConnectionStats: Sendable {
     public init() {}
 
     public mutating func add(_ c: ConnectionRecord) {
+        if let e = c.error { errors[ErrorKey(phase: c.errorPhase ?? "?", name: e), default: 0] += 1 }
+        // A forked child's copy of its parent's connection: counted with the parent's record.
+        guard c.inheritedFrom == nil else { return }
         transports[c.transport ?? "?", default: 0] += 1
         if let t = c.tls {
             tlsConnections += 1
@@ -583,7 +597,6 @@ public struct ConnectionStats: Sendable {
             tlsLibraries[t.library ?? "?", default: 0] += 1
             if let a = t.alpn { alpn[a, default: 0] += 1 }
         }
-        if let e = c.error { errors[ErrorKey(phase: c.errorPhase ?? "?", name: e), default: 0] += 1 }
         if let t = c.connectUs { connects.record(t) }
     }
 

@@ -22,8 +22,9 @@ public struct TextReport {
     static let warningsShown = 10
 
     public func render(_ r: Report) -> String {
-        var out = headlineLines(r.headline)
+        var out = headlineLines(r)
         out += hostLines(r.http)
+        out += coverageLines(r)
         out += statusLines(r.statuses, requests: r.headline.httpRequests)
         out += slowestLines(r)
         out += peerLines(r)

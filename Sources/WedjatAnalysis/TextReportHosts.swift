@@ -7,7 +7,8 @@ extension TextReport {
     static let statusesShown = 12
 
     /// At most 8 lines: what ran, connections, HTTP, latency, vitals, stalls, losses.
-    func headlineLines(_ h: Report.Headline) -> [String] {
+    func headlineLines(_ r: Report) -> [String] {
+        let h = r.headline
         var out = [bold("wedjat report") + ": " + Format.count(h.processes, "process", "processes")
                    + " (" + Format.count(h.logs, "log") + "), " + span(h.startTs, h.endTs) + " UTC ("
                    + Format.duration(h.spanUs) + ")"]
@@ -32,8 +33,21 @@ extension TextReport {
                              + " (4xx " + percent(h.clientErrorRate ?? 0) + ", 5xx " + percent(h.serverErrorRate ?? 0) + ")")
             }
             if !rates.isEmpty { http += "; " + rates.joined(separator: ", ") }
+            if let o = h.handedOff {
+                var handed: [String] = []
+                if o.joined > 0 { handed.append("\(o.joined) answered by a forked child (joined)") }
+                if o.withoutResponse > 0 {
+                    handed.append(paint("\(o.withoutResponse) handed off to a forked child whose log was not read", .yellow))
+                }
+                if o.withoutRequest > 0 {
+                    handed.append(paint("\(o.withoutRequest) answered by a forked child whose parent's log was not read", .yellow))
+                }
+                if !handed.isEmpty { http += "; " + handed.joined(separator: ", ") }
+            }
             row("HTTP", http)
         }
+        if let c = r.coverage, let line = coverageLine(c) { row("coverage", line) }
+        if let failures = r.dnsFailures, !failures.isEmpty { row("DNS", dnsFailureLine(failures, lookups: h.dnsLookups)) }
 
         var latency: [String] = []
         func phase(_ name: String, _ p: Report.Percentiles?, p99: Bool) {
@@ -68,6 +82,55 @@ extension TextReport {
         return out
     }
 
+    /// The headline's `coverage`: `12 of 15 HTTP connections decoded (98.1% of their 1.2 MiB);
+    /// not decoded: 2 http2, 1 not_http`; nil when no connection carried a byte. COVERAGE says more.
+    func coverageLine(_ c: Report.CoverageSection) -> String? {
+        guard c.connections > 0 else { return nil }
+        return paint(CoverageText.short(c), c.undecoded.contains { $0.connections > 0 } ? .yellow : nil)
+    }
+
+    /// COVERAGE: the connections that carried bytes, by what became of their bytes, with where
+    /// they went; only when some were not decoded HTTP (a run of decoded HTTP alone needs none).
+    func coverageLines(_ r: Report) -> [String] {
+        guard let c = r.coverage, c.connections > 0,
+              !c.undecoded.isEmpty || !c.otherProtocols.isEmpty || c.notParsed != nil || c.failed != nil else { return [] }
+        var out = ["", bold("COVERAGE") + " (connections that carried bytes; reasons as the log names them)"]
+        var table = Table(header: ["WHAT", "CONNS", "IN", "OUT", "WHERE"], rightAligned: [1, 2, 3], flexible: [4])
+        if c.httpConnections > 0 {
+            table.add([Cell("HTTP decoded"), Cell(String(c.decodedConnections)), Cell(Format.bytes(c.decodedBytesIn)),
+                       Cell(Format.bytes(c.decodedBytesOut)),
+                       Cell(c.decodedBytesShare.map { CoverageText.percent($0) + " of the HTTP connections' bytes" } ?? "")])
+        }
+        func add(_ what: String, _ g: Report.CoverageGroup, _ colour: Colour?) {
+            let n = g.connections + (g.partly ?? 0)
+            table.add([Cell(what, colour), Cell(g.connections == 0 && n > 0 ? "+\(n)" : String(n)),
+                       Cell(Format.bytes(g.bytesIn)), Cell(Format.bytes(g.bytesOut)), Cell(g.examples.joined(separator: ", "))])
+        }
+        for g in c.undecoded { add("not decoded: " + (g.reason ?? "?"), g, g.connections > 0 ? .yellow : nil) }
+        for g in c.otherProtocols { add(g.kind == "udp" ? "other protocol: udp" : "other protocol: \(g.kind ?? "?") (not HTTP)", g, nil) }
+        if let p = c.notParsed { add("not parsed", p, nil) }
+        if let f = c.failed { add("failed before a request", f, nil) }
+        out += table.render(self)
+        var notes: [String] = []
+        if c.undecoded.contains(where: { ($0.partly ?? 0) > 0 }) {
+            notes.append("+N: decoded connections whose bytes after their exchanges were not (IN, OUT: those bytes)")
+        }
+        if c.notParsed != nil { notes.append("not parsed: HTTP parsing off (WEDJAT_HTTP=0), or a log older than http_requests") }
+        if c.failed != nil { notes.append("failed before a request: connection errors (CONNECTIONS BY PEER)") }
+        if !notes.isEmpty { out.append(dim("  " + notes.joined(separator: "; "))) }
+        return out
+    }
+
+    /// Failed lookups by name and error: `3 of 41 lookups failed: no-such.invalid EAI_NONAME×2, ...`.
+    func dnsFailureLine(_ failures: [Report.DNSFailureRow], lookups: Int) -> String {
+        let failed = failures.reduce(0) { $0 + $1.count }
+        var items = failures.prefix(Self.dnsFailuresShown).map { "\($0.name) \($0.error)" + ($0.count > 1 ? "×\($0.count)" : "") }
+        if failures.count > Self.dnsFailuresShown { items.append("\(failures.count - Self.dnsFailuresShown) more names (--format json lists all)") }
+        return paint("\(failed) of " + Format.count(lookups, "lookup") + " failed", .red) + ": " + items.joined(separator: ", ")
+    }
+
+    static let dnsFailuresShown = 5
+
     /// HOSTS (requests, connections, error rates, bytes) and HOST LATENCY (phases).
     func hostLines(_ hosts: [Report.HTTPRow]) -> [String] {
         guard !hosts.isEmpty else { return [] }
@@ -87,7 +150,7 @@ extension TextReport {
                 rate(h.clientErrorRate), rate(h.serverErrorRate), Cell(Format.bytes(h.bytesIn)),
                 Cell(Format.bytes(h.bytesOut)), Cell(h.throughputBytesPerS.map { Format.bytes($0) + "/s" } ?? "-"),
                 Cell(ms(h.ttfbUs) { $0.p50 }), Cell(ms(h.ttfbUs) { $0.p99 }),
-            ], detail: h.networkErrors > 0 ? paint("network errors: " + errorText(h), .red) : nil)
+            ], detail: hostDetail(h))
         }
         out += table.render(self)
         let dropped = table.dropped(self)
@@ -135,6 +198,15 @@ extension TextReport {
         let schemes = h.schemes
         let prefix = schemes.count == 1 ? schemes[0] + "://" : schemes == ["http", "https"] ? "http(s)://" : ""
         return arrow + prefix + h.host
+    }
+
+    /// Under a host's row: its network errors, and exchanges handed off to a forked child whose
+    /// log was not read (not errors).
+    private func hostDetail(_ h: Report.HTTPRow) -> String? {
+        var parts: [String] = []
+        if h.networkErrors > 0 { parts.append(paint("network errors: " + errorText(h), .red)) }
+        if let n = h.handedOff { parts.append(paint("\(n) handed off to a forked child (its log not read: no response here)", .yellow)) }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 
     /// Exchange errors by name, then connections that failed before a request.

@@ -17,7 +17,9 @@ struct ExportCommand: ParsableCommand {
             (a summary has exact counts on their buckets). A warning says how many.
 
             Exit status: 0 when every output was written or sent, 1 when one failed (a file that cannot be \
-            written, a collector that refused or did not answer), 2 when there was nothing to read.
+            written, a collector that refused or did not answer) or had nothing in it (a HAR without an entry, \
+            a trace without an event, OTLP without a span or data point, no stall stack to fold: stderr says \
+            why, e.g. the connections carried HTTP/2), 2 when there was nothing to read.
             """)
 
     @Option(name: .customLong("har"), help: ArgumentHelp("HTTP exchanges (client side) as HAR 1.2.", valueName: "FILE"))
@@ -85,9 +87,26 @@ struct ExportCommand: ParsableCommand {
             }
             for w in result.context.warnings { printError("wedjat: " + w.description) }
             if let summarized = result.context.summarizedWarning { printError("wedjat: warning: " + summarized) }
-            if let file = harFile, let doc = result.har { failed = !finish(file, doc, what: "HAR entries") || failed }
-            if let file = traceFile, let doc = result.trace { failed = !finish(file, doc, what: "trace events") || failed }
-            if wantOTLP { failed = !otlp.report(spans: result.otlp?.count ?? 0) || failed }
+            let context = result.context
+            // An output with nothing in it says why, and fails: an empty HAR must not pass for a
+            // run without HTTP when its HTTP was HTTP/2 or TLS that wedjat could not read.
+            if let file = harFile, let doc = result.har {
+                failed = !finish(file, doc, what: "HAR entries") || failed
+                if doc.count == 0 { empty("HAR", file.name, context.whyEmpty("har")); failed = true }
+            }
+            if let file = traceFile, let doc = result.trace {
+                failed = !finish(file, doc, what: "trace events") || failed
+                if doc.count == 0 { empty("trace", file.name, context.whyEmpty("trace")); failed = true }
+            }
+            if wantOTLP {
+                failed = !otlp.report(spans: result.otlp?.count ?? 0) || failed
+                if (result.otlp?.count ?? 0) == 0 && otlp.metricPoints == 0 {
+                    empty("OpenTelemetry", otlpFile?.name ?? otlpURL ?? "", context.whyEmpty("otlp"))
+                    failed = true
+                } else if let note = context.undecodedNote(in: "OTLP spans") {
+                    printError("wedjat: note: " + note)
+                }
+            }
         }
 
         if let folded {
@@ -123,6 +142,11 @@ struct ExportCommand: ParsableCommand {
         if failed { throw ExitCode(1) }
     }
 
+    /// An output written without anything in it: what it was, and why (exit status 1).
+    private func empty(_ format: String, _ name: String, _ why: String) {
+        printError("wedjat: error: nothing to export as \(format) (\(name)): \(why)")
+    }
+
     /// Spans in requests of this many (an OTLP/HTTP receiver caps a request's size, 20 MiB
     /// by default in the Collector; 1,000 spans are about 2 MB of JSON).
     static let spansPerRequest = 1000
@@ -155,6 +179,8 @@ struct ExportCommand: ParsableCommand {
         var answers: [String: Int] = [:]
         var pending: ExportDocument?
         var metrics: ExportDocument?
+        /// Data points of the metrics request, once it is made.
+        var metricPoints = 0
 
         init(file: OutputFile?, sender: OTLPSender?) { self.file = file; self.sender = sender }
 
@@ -178,6 +204,7 @@ struct ExportCommand: ParsableCommand {
         mutating func report(spans: Int) -> Bool {
             let metrics = pending ?? ExportDocument(text: "{\"resourceMetrics\":[]}", count: 0, notes: [])
             pending = nil
+            metricPoints = metrics.count
             file?.write(metrics.body)
             file?.write(Array("\n".utf8))
             var ok = true

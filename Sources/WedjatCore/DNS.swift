@@ -3,28 +3,38 @@ import CWedjatCommon
 import Glibc
 #endif
 
-// Which name an address was resolved from, for the connections made to it afterwards.
-// Bounded: the oldest addresses are forgotten first.
+// Which name a client connection's peer address was resolved from (`connection.host`), and
+// whether that lookup was the connection's own DNS phase (`dns_us`). docs/LOG_FORMAT.md
+// (`connection.host`) states the rule; in short, a name is given only when it is plausibly the
+// name the app connected by:
+//
+// The candidate is the latest successful forward lookup, ended before the connect started,
+// whose answers include the peer address (an IPv4-mapped IPv6 peer matches an IPv4 answer) and
+// whose service, when it was a port number, is the peer's port. It names the connection when
+//   (a) it is the latest lookup the connecting thread made, at most 60 s before (resolve, then
+//       connect, on one thread);
+//   (b) or it ended at most 1 s before the connect, on any thread (resolver threads: curl's,
+//       libuv's), and the connections that used it so far went to the same port;
+//   (c) or an earlier connection to the same address and port was given the same name: the app
+//       reconnects to a destination it resolved (a pool, a resolver cache).
+// Otherwise `host` is null: an address the app did not look up, or looked up long ago for
+// something else (a connection to the literal 127.0.0.1 after a lookup of `localhost`), gets
+// no name. The lookup is the connection's DNS phase when it ended at most 1 s before the
+// connect and no earlier connection claimed it.
+//
+// Bounded: at most `capacity` lookups, addresses, destinations and threads are remembered, the
+// oldest forgotten first.
 struct ResolvedNames {
-    struct Entry {
-        var name: String
-        var durationUs: Int
-        var endMono: UInt64
-        var attributed = false
-    }
     struct Match {
         var name: String
         var attributedDurationUs: Int?
     }
 
     static let capacity = 4096
-    // A lookup counts as this connection's DNS phase only when it ended this shortly before
-    // the connect and no earlier connection claimed it (later connections reuse the answer).
+    /// (b), and the DNS phase: a lookup ended this shortly before the connect.
     static let attributionWindowNs: UInt64 = 1_000_000_000
-
-    private var entries: [Key: Entry] = [:]
-    private var order: [Key] = []
-    private var head = 0
+    /// (a): the connecting thread's own latest lookup, at most this old.
+    static let sameThreadWindowNs: UInt64 = 60_000_000_000
 
     struct Key: Hashable {
         var family: UInt16
@@ -37,33 +47,89 @@ struct ResolvedNames {
         }
     }
 
-    mutating func note(_ addr: wj_addr, name: String, durationUs: Int, endMono: UInt64) {
-        let key = Key(addr)
-        if entries[key] == nil {
-            if order.count < ResolvedNames.capacity {
-                order.append(key)
-            } else {
-                entries.removeValue(forKey: order[head])
-                order[head] = key
-                head = (head + 1) % ResolvedNames.capacity
-            }
-        }
-        entries[key] = Entry(name: name, durationUs: durationUs, endMono: endMono)
+    private struct Destination: Hashable {
+        var address: Key
+        var port: UInt16
     }
 
-    mutating func lookup(_ peer: wj_addr, connectStartMono: UInt64) -> Match? {
+    private struct Lookup {
+        var name: String
+        var durationUs: Int
+        var endMono: UInt64
+        /// The thread that made it; nil when the caller did not say.
+        var tid: Int32?
+        /// The service asked for, when it was a port number.
+        var port: UInt16?
+        /// A connection took it as its DNS phase.
+        var dnsClaimed = false
+        /// The port of the connections that used it: nil none yet, `usedPorts` > 1: several.
+        var usedPort: UInt16?
+        var usedPorts = 0
+    }
+
+    private var lookups = BoundedMap<UInt64, Lookup>(capacity: ResolvedNames.capacity)
+    /// The latest lookup that returned each address.
+    private var byAddress = BoundedMap<Key, UInt64>(capacity: ResolvedNames.capacity)
+    /// Each thread's latest lookup.
+    private var latestOfThread = BoundedMap<Int32, UInt64>(capacity: ResolvedNames.capacity)
+    /// The name given to connections to each address and port.
+    private var destinations = BoundedMap<Destination, String>(capacity: ResolvedNames.capacity)
+    private var nextId: UInt64 = 1
+    /// The lookup the single-address `note` is filling (consecutive calls for one lookup).
+    private var filling: UInt64?
+
+    /// A successful forward lookup: its name, answers, duration and end, the thread that made it
+    /// and the service asked for (getaddrinfo's; a port number restricts the answers to it).
+    mutating func note(_ addrs: [wj_addr], name: String, durationUs: Int, endMono: UInt64, tid: Int32? = nil,
+                       service: String? = nil) {
+        let id = nextId
+        nextId += 1
+        lookups[id] = Lookup(name: name, durationUs: durationUs, endMono: endMono, tid: tid,
+                             port: service.flatMap { UInt16($0) })
+        for a in addrs { byAddress[Key(a)] = id }
+        if let tid { latestOfThread[tid] = id }
+        filling = nil
+    }
+
+    /// One answer of a lookup; consecutive calls with the same name, duration and end are the
+    /// answers of one lookup (callers that do not know the thread or the service).
+    mutating func note(_ addr: wj_addr, name: String, durationUs: Int, endMono: UInt64) {
+        if let id = filling, let l = lookups[id], l.name == name, l.durationUs == durationUs, l.endMono == endMono, l.tid == nil {
+            byAddress[Key(addr)] = id
+            return
+        }
+        note([addr], name: name, durationUs: durationUs, endMono: endMono)
+        filling = nextId - 1
+    }
+
+    /// The name of a client connection to `peer` whose connect started at `connectStartMono` on
+    /// thread `tid` (nil: unknown), per the rule above; nil when none is plausible. Called once
+    /// per connection, in event order.
+    mutating func lookup(_ peer: wj_addr, connectStartMono: UInt64, tid: Int32? = nil) -> Match? {
         var key = Key(peer)
-        if entries[key] == nil, peer.family == UInt16(AF_INET6) {
-            key = Key(ipv4Mapped(peer) ?? peer)   // ::ffff:a.b.c.d connects to a v4 answer
+        if byAddress[key] == nil, peer.family == UInt16(AF_INET6), let v4 = ipv4Mapped(peer) {
+            key = Key(v4)   // ::ffff:a.b.c.d connects to a v4 answer
         }
-        guard var e = entries[key] else { return nil }
+        guard let id = byAddress[key], var l = lookups[id], l.endMono <= connectStartMono else { return nil }
+        let port = peer.port
+        if let wanted = l.port, wanted != port { return nil }   // looked up for another service
+        let age = connectStartMono - l.endMono
+        let destination = Destination(address: key, port: port)
+        let sameThread = tid != nil && l.tid == tid && latestOfThread[tid!] == id && age <= ResolvedNames.sameThreadWindowNs
+        let samePort = l.usedPort == nil || (l.usedPorts == 1 && l.usedPort == port)
+        let fresh = age <= ResolvedNames.attributionWindowNs && samePort
+        let continuing = destinations[destination] == l.name
+        guard sameThread || fresh || continuing else { return nil }
         var dns: Int? = nil
-        if !e.attributed && e.endMono <= connectStartMono && connectStartMono - e.endMono <= ResolvedNames.attributionWindowNs {
-            dns = e.durationUs
-            e.attributed = true
-            entries[key] = e
+        if !l.dnsClaimed && age <= ResolvedNames.attributionWindowNs {
+            dns = l.durationUs
+            l.dnsClaimed = true
         }
-        return Match(name: e.name, attributedDurationUs: dns)
+        if l.usedPort != port { l.usedPorts += 1 }
+        l.usedPort = port
+        lookups[id] = l
+        destinations[destination] = l.name
+        return Match(name: l.name, attributedDurationUs: dns)
     }
 
     private func ipv4Mapped(_ a: wj_addr) -> wj_addr? {
@@ -74,6 +140,32 @@ struct ResolvedNames {
         v4.family = UInt16(AF_INET)
         withUnsafeMutableBytes(of: &v4.bytes) { for i in 0..<4 { $0[i] = bytes[12 + i] } }
         return v4
+    }
+}
+
+/// A dictionary of at most `capacity` keys: a new key past it forgets the oldest key inserted.
+struct BoundedMap<K: Hashable, V> {
+    private var values: [K: V] = [:]
+    private var order: [K] = []
+    private var head = 0
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    subscript(key: K) -> V? {
+        get { values[key] }
+        set {
+            guard let newValue else { values.removeValue(forKey: key); return }
+            if values.updateValue(newValue, forKey: key) == nil {
+                if order.count < capacity {
+                    order.append(key)
+                } else {
+                    if order[head] != key { values.removeValue(forKey: order[head]) }
+                    order[head] = key
+                    head = (head + 1) % capacity
+                }
+            }
+        }
     }
 }
 

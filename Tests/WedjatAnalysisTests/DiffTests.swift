@@ -183,7 +183,7 @@ final class DiffTests: XCTestCase {
         }
         let old = try dir.write("old.json", #"{"report_version": 1, "headline": {}}"#)
         XCTAssertThrowsError(try Report.load(json: old)) { error in
-            XCTAssertTrue("\(error)".contains("report_version 1, this wedjat reads 3"), "\(error)")
+            XCTAssertTrue("\(error)".contains("report_version 1, this wedjat reads 4"), "\(error)")
         }
         let notReport = try dir.write("x.json", "[1, 2]")
         XCTAssertThrowsError(try Report.load(json: notReport)) { error in

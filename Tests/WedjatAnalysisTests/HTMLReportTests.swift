@@ -308,10 +308,10 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertTrue(html.contains(#"data-d="2" data-x="0.000000" data-w="0.833333""#), html)
         XCTAssertTrue(html.contains(#"data-d="2" data-x="0.833333" data-w="0.166667""#), html)
         XCTAssertTrue(html.contains(#"data-d="3" data-x="0.000000" data-w="0.333333""#), html)
-        XCTAssertTrue(html.contains(#"title="b&#10;5 (83.33%)">b</div>"#), html)
+        XCTAssertTrue(html.contains(#"title="b&#10;5 us (83.33%)">b</div>"#), html)
         XCTAssertTrue(FlameGraph(folded: "").html().contains("No stalls recorded."))
         let page = try fixturePage().page
-        XCTAssertTrue(page.contains(#"data-total="130""#))
+        XCTAssertTrue(page.contains(#"data-total="1300000""#))
     }
 
     func testLatencyHistogram() {

@@ -158,4 +158,14 @@ final class JSONDocumentTests: XCTestCase {
         }
         XCTAssertEqual(failures, 0)
     }
+
+    /// `present`: which of some keys an object has, in one pass, escaped keys and nested objects
+    /// included (a nested object's keys are not the outer one's).
+    func testPresentKeys() {
+        let doc = JSONDocument()
+        let text = Array(#"{"a":1,"http_none":"x","n":{"inherited_from":2},"forked\u005fwhile_open":true,"":0}"#.utf8)
+        XCTAssertTrue(text.withUnsafeBytes { doc.parse($0) })
+        XCTAssertEqual(doc.present(["http_none", "http_undecoded", "forked_while_open", "inherited_from", ""], in: 0), 0b10101)
+        XCTAssertEqual(doc.present(["inherited_from"], in: doc.find("n", in: 0)!), 1)
+    }
 }

@@ -177,7 +177,8 @@ final class ReportHostsTests: XCTestCase {
         let headline = lines.prefix { !$0.isEmpty }
         XCTAssertLessThanOrEqual(headline.count, 8)
         XCTAssertEqual(headline[2], "  HTTP        110 requests; network errors 5.36%, HTTP errors 1.82% (4xx 0.91%, 5xx 0.91%)")
-        XCTAssertTrue(headline[3].hasPrefix("  latency     TTFB p50 250 us, p99 2.000 ms; total p50 300 us"), String(headline[3]))
+        XCTAssertEqual(headline[3], "  coverage    5 of 5 HTTP connections decoded (100.0% of their 3.5 KiB)")
+        XCTAssertTrue(headline[4].hasPrefix("  latency     TTFB p50 250 us, p99 2.000 ms; total p50 300 us"), String(headline[4]))
     }
 
     /// A thousand processes: the text shows the first rows of the long sections and says how

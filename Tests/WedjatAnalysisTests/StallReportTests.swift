@@ -281,16 +281,41 @@ final class StallReportTests: XCTestCase {
             XCTAssertFalse(line[..<space].split(separator: ";").contains { $0.isEmpty }, String(line))
             return n + Int(line[line.index(after: space)...])!
         }
-        XCTAssertEqual(total, 8, "one per sample")
+        // Weighed by time: the stalls' durations, 2 × (900 ms + 300 ms), in microseconds.
+        XCTAssertEqual(total, 2_400_000, "the stalls' time")
         XCTAssertTrue(folded.contains("cxxserver;main;0x1;libgone.so+0x1234;_start;main;long wedjat::fixture::apply<std::pair<int, long> >(std::pair<int, long> const&);"),
                       folded)
-        XCTAssertTrue(folded.contains("cserver;io:worker 1;0x1;libgone.so+0x1234;_start;main;outer;middle;inner;fixture_print_stack 1\n"), folded)
+        XCTAssertTrue(folded.contains("cserver;io:worker 1;0x1;libgone.so+0x1234;_start;main;outer;middle;inner;fixture_print_stack 300000\n"), folded)
+        // The 900 ms stall's samples at 250, 500 and 750 ms: the first two (one stack) stand for
+        // 0..625 ms, the third (its caller's stack) for 625..900 ms.
+        XCTAssertTrue(folded.contains("cserver;main;0x1;libgone.so+0x1234;_start;main;outer;middle;inner;fixture_print_stack 625000\n"), folded)
+        XCTAssertTrue(folded.contains("cserver;main;0x1;libgone.so+0x1234;_start;main;outer;middle;inner 275000\n"), folded)
         let golden = Self.goldenDir + "/stalls.folded"
         if ProcessInfo.processInfo.environment["WEDJAT_REGEN_GOLDEN"] == "1" {
             try folded.write(toFile: golden, atomically: true, encoding: .utf8)
         }
         XCTAssertEqual(folded, try String(contentsOfFile: golden, encoding: .utf8),
                        "differs from \(golden); rerun with WEDJAT_REGEN_GOLDEN=1 if intended")
+    }
+
+    /// Each sample stands for the stall time nearest to it; the weights add up to the stall.
+    func testSampleWeightsAreTheTimeEachSampleStandsFor() {
+        func stall(_ duration: Int64, kind: String = "loop", samples: [Int64?]) -> StallRecord {
+            StallRecord(ts: 1_000 + duration, pid: 1, kind: kind, startTs: 1_000, endTs: 1_000 + duration, durationUs: duration,
+                        samples: samples.map { .init(ts: $0.map { 1_000 + $0 }, frames: [1]) })
+        }
+        func weights(_ s: StallRecord) -> [Int64] { FoldedStacks.sampleWeights(s, s.samples) }
+        // The loop sampler: at 1, 2, 3 times the threshold (250 ms) of a 900 ms stall.
+        XCTAssertEqual(weights(stall(900_000, samples: [250_000, 500_000, 750_000])), [375_000, 250_000, 275_000])
+        // Later samples are sparser (8, 16 × the threshold): they stand for more time.
+        XCTAssertEqual(weights(stall(5_000_000, samples: [250_000, 2_000_000, 4_000_000])), [1_125_000, 1_875_000, 2_000_000])
+        // A blocked stall's one sample, taken when the call returned: all of it.
+        XCTAssertEqual(weights(stall(600_000, kind: "blocked", samples: [600_000])), [600_000])
+        // Without times: equal shares (the remainder to the first).
+        XCTAssertEqual(weights(stall(1_000_001, samples: [nil, nil, nil])), [333_335, 333_333, 333_333])
+        // A sample stamped after the stall's end (an ongoing stall's last) is clamped to it.
+        XCTAssertEqual(weights(stall(400_000, samples: [250_000, 900_000])), [325_000, 75_000])
+        XCTAssertEqual(weights(stall(400_000, samples: [])), [])
     }
 
     func testFoldedFrameNamesCannotBreakTheFormat() {

@@ -20,6 +20,59 @@ public final class ExportContext {
     public private(set) var earliestTs: Int64?
     public private(set) var warnings: [ReaderWarning] = []
     private var imageIndex: [String: Int] = [:]
+    /// What share of the traffic was decoded (Coverage.swift), and the `http` records read.
+    public private(set) var coverage = CoverageStats()
+    public private(set) var httpRecords = 0
+    public private(set) var clientHTTPRecords = 0
+
+    /// `2 HTTP connections were not decoded (http2: 2): their exchanges are not in the HAR`, when
+    /// some HTTP traffic was not decoded; nil when all of it was.
+    public func undecodedNote(in format: String) -> String? {
+        guard let c = Report.coverageSection(coverage), !c.undecoded.isEmpty else { return nil }
+        let whole = c.undecoded.reduce(0) { $0 + $1.connections }, partly = c.undecoded.reduce(0) { $0 + ($1.partly ?? 0) }
+        var what: [String] = []
+        if whole > 0 { what.append("\(whole) HTTP connection\(whole == 1 ? " was" : "s were") not decoded") }
+        if partly > 0 { what.append("\(partly) \(partly == 1 ? "was" : "were") decoded only partly") }
+        return what.joined(separator: " and ") + " (" + c.undecoded.map { "\($0.reason ?? "?"): \($0.connections + ($0.partly ?? 0))" }.joined(separator: ", ")
+            + "; `wedjat report` says more): \(whole + partly == 1 ? "its" : "their") exchanges are not in the \(format)"
+    }
+
+    /// Why an export has nothing to write: `no HTTP exchange was decoded: 3 connections carried
+    /// HTTP/2 (http_none: http2)`. `what`: the format's view (`har`, `trace`, `otlp`).
+    public func whyEmpty(_ what: String) -> String {
+        let summarized = what == "har" ? summarizedClientExchanges : summarizedExchanges
+        switch what {
+        case "har" where clientHTTPRecords == 0 && httpRecords > 0:
+            return "no client-side HTTP exchange: the \(httpRecords) exchange\(httpRecords == 1 ? " was" : "s were") a server's "
+                + "(HAR holds a client's view; --chrome-trace and --otlp-json have them)"
+        case "har" where clientHTTPRecords > 0:
+            return "none of the \(clientHTTPRecords) client exchange\(clientHTTPRecords == 1 ? "" : "s") had a request start"
+        case "trace" where images.isEmpty:
+            return "no process in the logs"
+        case "trace":
+            return "no connection, exchange, lookup, stall or sample in the logs"
+        default:
+            break
+        }
+        if summarized > 0 {
+            return "the \(summarized) HTTP exchange\(summarized == 1 ? " was" : "s were") only counted in http_summary records "
+                + "(past WEDJAT_HTTP_RECORDS a second), which have no single exchanges"
+        }
+        let why = CoverageText.whyNoExchange(Report.coverageSection(coverage))
+        return (what == "otlp" ? "no HTTP exchange or DNS lookup was recorded: " : "no HTTP exchange was decoded: ") + why
+    }
+
+    /// Exchanges handed off to a forked child, joined with the child's half (Handoff.swift).
+    public internal(set) var handoffs = (joined: 0, unjoinedParents: 0, unjoinedChildren: 0, overLimit: 0)
+
+    /// Makes `file`'s image current for `body` only (a joined exchange coming out of reading
+    /// order belongs to its parent's image); the consumers' per-image state is not touched.
+    func visit(_ file: String, _ body: () -> Void) {
+        let current = image
+        _ = enter(file)
+        body()
+        image = current
+    }
 
     /// Makes `file`'s image current (a new one the first time); true when it changed.
     func enter(_ file: String) -> Bool {
@@ -38,8 +91,13 @@ public final class ExportContext {
         images[image].add(record)
         noteTime(record.ts)
         switch record {
-        case .http(let h): noteTime(h.requestStartTs)
-        case .connection(let c): noteTime(c.openTs)
+        case .http(let h):
+            noteTime(h.requestStartTs)
+            httpRecords += 1
+            if h.role != "server" { clientHTTPRecords += 1 }
+        case .connection(let c):
+            noteTime(c.openTs)
+            coverage.add(c)
         case .dns(let d):
             noteTime(d.startTs)
             lookups.add(d, file: image)
@@ -129,18 +187,42 @@ public enum ExportStream {
         let otlp = outputs.otlp.map { OTLPStream(emit: $0, spansPerRequest: outputs.spansPerRequest) }
         let consumers: [ExportConsumer] = [har as ExportConsumer?, trace, otlp].compactMap { $0 }
         var reader = reader
+        var join = HandoffJoin()
+        func deliver(_ record: Record, _ file: String) {
+            let previous = context.image
+            if context.enter(file), previous >= 0 {
+                for c in consumers { c.endImage(previous, context: context) }
+            }
+            context.note(record)
+            for c in consumers { c.add(record, context: context) }
+        }
+        func drain() {
+            let items = join.ready
+            join.ready.removeAll()
+            for item in items {
+                if item.joined {
+                    context.visit(item.origin.log) {
+                        context.note(item.record)
+                        for c in consumers { c.add(item.record, context: context) }
+                    }
+                } else {
+                    deliver(item.record, item.origin.log)
+                }
+            }
+        }
         do {
             try reader.read(paths: paths) { file, _, record in
-                let previous = context.image
-                if context.enter(file), previous >= 0 {
-                    for c in consumers { c.endImage(previous, context: context) }
-                }
-                context.note(record)
-                for c in consumers { c.add(record, context: context) }
+                let pass = join.take(record, origin: HandoffJoin.Origin(log: file, file: nil, line: 0))
+                if !join.ready.isEmpty { drain() }
+                if pass { deliver(record, file) }
             }
         } catch {
             throw LoadFailure(error: error, warnings: reader.warnings)
         }
+        // The halves that found no other half, as they are, in their own images.
+        join.finish()
+        drain()
+        context.handoffs = (join.joinedCount, join.unjoinedParents, join.unjoinedChildren, join.overLimit)
         if context.image >= 0 { for c in consumers { c.endImage(context.image, context: context) } }
         context.setWarnings(reader.warnings)
         return Result(har: har?.finish(context: context), trace: trace?.finish(context: context),

@@ -76,6 +76,7 @@ public enum HARExport {
             if let v = g.statusName { w.key("status_name"); w.string(v) }
             w.closeObject()
         }
+        if let c = h.continuedBy { w.key("_continued_by_pid"); w.int(Int64(c)) }
         w.closeObject()
     }
 

@@ -51,7 +51,8 @@ final class HARStream: ExportConsumer {
             guard h.role != "server" else { serverSide += 1; return }
             guard h.requestStartTs != nil else { unplaced += 1; return }
             let opens = (h.requestIndex ?? (h.reused == true ? 1 : 0)) == 0
-            if opens, let id = h.connId, waiting[id] == nil {
+            // A joined hand-off comes after its connection's record: no set-up to wait for.
+            if opens, h.continuedBy == nil, let id = h.connId, waiting[id] == nil {
                 waiting[id] = h
             } else {
                 entry(h, connection: nil, lookup: nil)
@@ -147,12 +148,14 @@ final class HARStream: ExportConsumer {
             notes.append("\(unplaced) exchange\(unplaced == 1 ? "" : "s") without a request start left out of the HAR")
         }
         if let why = spillFailed { notes.append("entries past the first \(runLength) could not be sorted: \(why)") }
+        if entries > 0, let undecoded = context.undecodedNote(in: "HAR") { notes.append(undecoded) }
         // Said in the file too (HAR's `log.comment`), for whoever opens it in a viewer.
         var comment = notes
         if context.summarizedClientExchanges > 0 {
             let n = context.summarizedClientExchanges
             comment.append("\(n) client exchange\(n == 1 ? " was" : "s were") only counted in http_summary records (past WEDJAT_HTTP_RECORDS a second) and \(n == 1 ? "has" : "have") no entry")
         }
+        if entries == 0 { comment.append("No entry: " + context.whyEmpty("har")) }
         let version = context.images.lazy.compactMap { $0.start?.wedjatVersion }.first ?? ""
         let log = { (entries: ExportJSON) -> ExportJSON in
             var log = JSONObject()

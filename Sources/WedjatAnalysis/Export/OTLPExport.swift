@@ -91,6 +91,7 @@ public enum OTLPExport {
     static func errorType(role: String, status: Int?, error: String?) -> String? {
         if let status, status >= (role == "server" ? 500 : 400) { return String(status) }
         switch error {
+        case "handed_off"?: return nil   // the response went to a forked child: not an error
         case "incomplete"?, "parse"?: return error
         case let e? where status == nil: return e
         default: return nil

@@ -32,7 +32,7 @@ final class OTLPStream: ExportConsumer {
         switch record {
         case .http(let h):
             guard h.requestStartTs != nil else { return }
-            if h.version == nil, let id = h.connId, waitingCount < Self.waitingLimit {
+            if h.version == nil, h.continuedBy == nil, let id = h.connId, waitingCount < Self.waitingLimit {
                 waiting[id, default: []].append(h)
                 waitingCount += 1
             } else {

@@ -288,6 +288,7 @@ final class TraceStream: ExportConsumer {
                 if let v = g.status { a.key("grpc_status"); a.int(Int64(v)) }
                 if let v = g.statusName { a.key("grpc_status_name"); a.string(v) }
             }
+            if let v = h.continuedBy { a.key("continued_by_pid"); a.int(Int64(v)) }
         }
     }
 

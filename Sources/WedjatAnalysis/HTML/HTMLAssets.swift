@@ -89,6 +89,8 @@ enum HTMLAssets {
     table.plain { border-collapse: collapse; background: #fff; border: 1px solid var(--line); font-size: 12px; margin: 6px 0; }
     table.plain th, table.plain td { padding: 2px 8px; text-align: left; border-bottom: 1px solid #eef0f3; }
     table.plain td:nth-child(n+2) { font-family: ui-monospace, "DejaVu Sans Mono", monospace; }
+    table.plain tr.bad td:first-child { color: #c62828; }
+    #coverage .card { width: auto; max-width: 820px; }
     .wf-axis { cursor: col-resize; user-select: none; }
     .wf-sel { position: absolute; top: 0; bottom: 0; background: rgba(33, 150, 243, 0.2); pointer-events: none; }
 

@@ -1,6 +1,7 @@
-/// Folded stacks (flamegraph.pl's format: `outer;...;inner count` a line) drawn as a flame
+/// Folded stacks (flamegraph.pl's format: `outer;...;inner weight` a line) drawn as a flame
 /// graph of positioned elements: the root at the bottom, each frame as wide as its share of
-/// all samples, children in name order. The script zooms into a frame on click.
+/// the total weight, children in name order. The weights are microseconds of stall time
+/// (FoldedStacks), shown as durations. The script zooms into a frame on click.
 struct FlameGraph {
     struct Node {
         var name: String
@@ -59,7 +60,7 @@ struct FlameGraph {
             guard share >= Self.minShare else { return }
             depthUsed = Swift.max(depthUsed, depth)
             let fx = Double(x) / all
-            let title = "\(n.name)\n\(n.value) (\(Format.fixed(share * 100, 2))%)"
+            let title = "\(n.name)\n\(Format.duration(n.value)) (\(Format.fixed(share * 100, 2))%)"
             frames.append("<div class=\"fg-f\" data-d=\"\(depth)\" data-x=\"\(Format.fixed(fx, 6))\" data-w=\"\(Format.fixed(share, 6))\""
                 + " style=\"left:\(Format.fixed(fx * 100, 3))%;width:\(Format.fixed(share * 100, 3))%;"
                 + "bottom:\(depth * Self.frameHeight)px;background:\(Self.colour(n.name, root: i == 0))\""

@@ -36,6 +36,7 @@ public struct HTMLReport {
         out.append("<style>\n" + HTMLAssets.css + "</style></head>")
         out.append("<body data-js=\"off\">")
         out.append(summary(report))
+        out.append(coverage(report))
         out.append(waterfalls(analysis, requests))
         out.append(latencies(requests, report: report))
         out.append(vitals(analysis, report: report))
@@ -76,12 +77,64 @@ public struct HTMLReport {
                  + "\(cutShort) cut short, \(failedConnects) failed connects", bad: networkErrors > 0),
             item("connections", String(h.connections), Format.bytes(h.bytesIn) + " in, " + Format.bytes(h.bytesOut) + " out"
                  + (h.errors > 0 ? ", \(h.errors) with an error" : ""), bad: h.errors > 0),
-            item("DNS lookups", String(h.dnsLookups), h.dnsErrors > 0 ? "\(h.dnsErrors) failed" : "", bad: h.dnsErrors > 0),
+            item("DNS lookups", String(h.dnsLookups), h.dnsErrors > 0 ? "\(h.dnsErrors) failed"
+                 + (r.dnsFailures?.first.map { ": \($0.name) (\($0.error))" + ((r.dnsFailures?.count ?? 0) > 1 ? ", …" : "") } ?? "") : "",
+                 bad: h.dnsErrors > 0),
             item("stalls", h.stalls.map(String.init) ?? "off", h.longestStallUs.map { "longest " + Format.duration($0) } ?? "",
                  bad: (h.stalls ?? 0) > 0),
             item("warnings", String(h.warnings), "", bad: h.warnings > 0),
-        ] + (lost.isEmpty ? [] : [item("lost", String(h.droppedEvents + h.droppedRecords + h.captureDropped), lost.joined(separator: ", "), bad: true)])
+        ] + (r.coverage.flatMap { c -> String? in
+            guard c.httpConnections > 0 else { return nil }
+            let whole = c.undecoded.reduce(0) { $0 + $1.connections }
+            return item("HTTP decoded", "\(c.decodedConnections) of \(c.httpConnections)",
+                        (c.decodedBytesShare.map { CoverageText.percent($0) + " of bytes" } ?? "")
+                        + (c.undecoded.isEmpty ? "" : "; not: " + c.undecoded.prefix(3).map { "\($0.reason ?? "?")" }.joined(separator: ", ")),
+                        bad: whole > 0)
+        }.map { [$0] } ?? []) + (lost.isEmpty ? [] : [item("lost", String(h.droppedEvents + h.droppedRecords + h.captureDropped), lost.joined(separator: ", "), bad: true)])
         return "<header><h1>wedjat report</h1>\n<dl class=\"summary\">" + items.joined() + "</dl></header>"
+    }
+
+    // MARK: coverage
+
+    /// What share of the traffic was decoded and why the rest was not, and the lookups that
+    /// failed: the text report's `coverage` and `DNS` lines, as cards.
+    private func coverage(_ r: Report) -> String {
+        var cards: [String] = []
+        if let c = r.coverage, c.connections > 0 {
+            var rows: [String] = []
+            func row(_ what: String, _ g: Report.CoverageGroup, bad: Bool) {
+                let n = g.connections + (g.partly ?? 0)
+                rows.append("<tr\(bad ? " class=\"bad\"" : "")><td>\(HTMLText.escape(what))</td><td>\(n)"
+                            + ((g.partly ?? 0) > 0 ? " (\(g.partly!) after decoded exchanges)" : "") + "</td>"
+                            + "<td>\(HTMLText.escape(Format.bytes(g.bytes)))</td><td>\(HTMLText.escape(g.examples.joined(separator: ", ")))</td></tr>")
+            }
+            if c.httpConnections > 0 {
+                rows.append("<tr><td>HTTP decoded</td><td>\(c.decodedConnections)</td><td>\(HTMLText.escape(Format.bytes(c.decodedBytes)))</td><td></td></tr>")
+            }
+            for g in c.undecoded { row("not decoded: " + (g.reason ?? "?"), g, bad: g.connections > 0) }
+            for g in c.otherProtocols { row(g.kind == "udp" ? "other protocol: udp" : "other protocol: \(g.kind ?? "?") (not HTTP)", g, bad: false) }
+            if let p = c.notParsed { row("not parsed (HTTP parsing off, or an older log)", p, bad: false) }
+            if let f = c.failed { row("failed before a request (connection errors)", f, bad: false) }
+            let headline = CoverageText.decoded(c) ?? "No HTTP connection"
+            cards.append("<div class=\"card\" id=\"coverage-card\"><h3>Capture coverage</h3>"
+                         + "<p class=\"facts\">\(HTMLText.escape(headline)) · \(HTMLText.escape(Format.count(c.connections, "connection"))) carried "
+                         + "\(HTMLText.escape(Format.bytes(c.bytes)))</p>"
+                         + "<table class=\"plain\"><tr><th>what</th><th>connections</th><th>bytes</th><th>where</th></tr>"
+                         + rows.joined() + "</table>"
+                         + "<p class=\"note\">Reasons as the log names them (<code>http_none</code>, <code>http_undecoded</code>): "
+                         + "http2, tls_not_hooked (TLS of a library wedjat does not hook), tunnel, not_http, desync, incomplete, parse, no_bytes.</p></div>")
+        }
+        if let failures = r.dnsFailures, !failures.isEmpty {
+            let rows = failures.prefix(50).map { f in
+                "<tr class=\"bad\"><td>\(HTMLText.escape(f.name))</td><td>\(HTMLText.escape(f.error))</td><td>\(HTMLText.escape(f.api ?? ""))</td><td>\(f.count)</td></tr>"
+            }.joined()
+            cards.append("<div class=\"card\" id=\"dns-failures\"><h3>DNS failures</h3>"
+                         + "<table class=\"plain\"><tr><th>name</th><th>error</th><th>api</th><th>count</th></tr>" + rows + "</table>"
+                         + (failures.count > 50 ? "<p class=\"note\">\(failures.count - 50) more: see <code>wedjat report --format json</code>.</p>" : "")
+                         + "</div>")
+        }
+        guard !cards.isEmpty else { return "" }
+        return "<section id=\"coverage\"><h2>Coverage</h2>\n<div class=\"cards\">" + cards.joined(separator: "\n") + "</div></section>"
     }
 
     // MARK: waterfall
@@ -215,6 +268,7 @@ public struct HTMLReport {
         let total = t?.total ?? (r.endTs - requestStart)
 
         var lines = ["\(program) (pid \(h.pid)) \(h.method ?? "?") \(h.scheme ?? "http")://\(h.host ?? h.peer ?? "?")\(h.path ?? "")"]
+        if let child = h.continuedBy { lines.append("handed off: the response was written by a forked child, pid \(child)") }
         lines.append((h.status.map { "status \($0)" } ?? "no response") + (h.error.map { ", error \($0)" } ?? "")
                      + " · \(server ? "server" : "client") · peer \(h.peer ?? "?")"
                      + (h.connId.map { " · connection \($0)" } ?? "") + (h.reused == true ? " (reused)" : ""))
@@ -274,7 +328,7 @@ public struct HTMLReport {
         let grpcTag = h.grpc.flatMap { g in g.status.flatMap { $0 != 0 ? " <span class=\"err\">grpc \(HTMLText.escape(g.statusName ?? String($0)))</span>" : nil } } ?? ""
         // data-rec: the record (pid-conn_id-request_index), as the HAR's `connection` and the trace's args name it.
         let rec = "\(h.pid)-\(h.connId.map(String.init) ?? "-")-\(h.requestIndex.map(String.init) ?? "-")"
-        return "<div class=\"wf-row\(h.error != nil || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
+        return "<div class=\"wf-row\(h.failed || (h.status ?? 0) >= 500 ? " bad" : "")\" data-rec=\"\(rec)\" data-total=\"\(total)\""
             + " data-ttfb=\"\(h.ttfbUs ?? -1)\" data-status=\"\(h.status ?? 0)\" data-q=\"\(HTMLText.escape(search.lowercased()))\""
             + " title=\"\(HTMLText.escape(lines.joined(separator: "\n")))\">"
             + "<span class=\"wf-label\"><b class=\"st \(statusClass)\">\(HTMLText.escape(status))</b>"
@@ -419,7 +473,8 @@ public struct HTMLReport {
         let graph = FlameGraph(folded: foldedStacks)
         if graph.total > 0 {
             out.append("<p class=\"note\">Stacks of stalled threads, outermost frame at the bottom, "
-                       + "each frame as wide as its share of the \(graph.total) samples. Click a frame to zoom, the bottom one to zoom out.</p>")
+                       + "each frame as wide as its share of the \(HTMLText.escape(Format.duration(graph.total))) of stall time its samples stand for "
+                       + "(each sample weighs the time nearest to it within its stall). Click a frame to zoom, the bottom one to zoom out.</p>")
             if !graph.badLines.isEmpty {
                 out.append("<p class=\"note badtext\">Folded lines not understood: "
                            + graph.badLines.map(String.init).joined(separator: ", ") + ".</p>")

@@ -100,11 +100,13 @@ class Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
         self.tags, self.attrs, self.classes = collections.Counter(), set(), collections.Counter()
-        self.body, self.count_text, self.row_texts = {}, "", []
+        self.body, self.count_text, self.row_texts, self.few_rows = {}, "", [], 0
         self.stack = []
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self.tags[tag] += 1
+        if tag == "tr" and any(x.get("id") == "few-samples" for _, x in self.stack):
+            self.few_rows += 1
         self.attrs |= set(a)
         for c in (a.get("class") or "").split():
             self.classes[c] += 1
@@ -134,9 +136,10 @@ for role, host in sorted(hosts):
     expect(any(host in t for t in p.row_texts), f"no row names {host}")
 expect(p.classes["cdf-chart"] == len(hosts), f"{p.classes['cdf-chart']} latency charts for {len(hosts)} hosts")
 expect(p.classes["timeline"] == 2 * len(charted), f"{p.classes['timeline']} timelines for {len(charted)} processes with 3+ samples")
-expect(p.tags["tr"] == (len(sampled) - len(charted) + 1 if len(sampled) > len(charted) else 0),
-       f"{p.tags['tr']} table rows for {len(sampled) - len(charted)} processes with fewer samples")
+expect(p.few_rows == (len(sampled) - len(charted) + 1 if len(sampled) > len(charted) else 0),
+       f"{p.few_rows} table rows for {len(sampled) - len(charted)} processes with fewer samples")
 expect(p.classes["ph"] >= 3 * len(https), f"only {p.classes['ph']} phase bars")
+expect('id="coverage-card"' in open("dom.html", encoding="utf-8").read(), "no coverage card")
 expect(p.classes["fg"] + p.classes["empty"] >= 1, "no stall section")
 # The path with a <script> is a row's text, not an element.
 expect(p.tags["script"] == 1, f"{p.tags['script']} script elements")
