@@ -147,7 +147,7 @@ public final class Aggregator {
                 return
             }
             // The name is looked up now, in event order: a later lookup must not change it.
-            let host = ev.role == UInt8(WJ_ROLE_CLIENT) ? resolved.lookup(ev.peer, connectStartMono: ev.t_start) : nil
+            let host = ev.role == UInt8(WJ_ROLE_CLIENT) ? resolved.lookup(ev.peer, connectStartMono: ev.t_start, tid: ev.tid) : nil
             if ev.err != 0 {
                 connection(open: ev, host: host, close: nil, closeMono: ev.t_end, tid: ev.tid, error: ev.err, atExit: false,
                            requests: 0)
@@ -275,7 +275,8 @@ public final class Aggregator {
         let durationUs = Int((ev.t_end &- ev.t_start) / 1000)
         let forward = Int32(ev.api) != Int32(WJ_DNS_GETHOSTBYADDR) && Int32(ev.api) != Int32(WJ_DNS_GETNAMEINFO)
         if ev.error == 0 && forward && !name.isEmpty {
-            for a in addrs { resolved.note(a, name: name, durationUs: durationUs, endMono: ev.t_end) }
+            resolved.note(addrs, name: name, durationUs: durationUs, endMono: ev.t_end, tid: ev.tid,
+                          service: service.isEmpty ? nil : service)
         }
         begin(.dns, mono: ev.t_end, tid: ev.tid)
         line.field("api", DNSNames.api(Int32(ev.api)))

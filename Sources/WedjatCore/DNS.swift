@@ -110,16 +110,19 @@ struct ResolvedNames {
         if byAddress[key] == nil, peer.family == UInt16(AF_INET6), let v4 = ipv4Mapped(peer) {
             key = Key(v4)   // ::ffff:a.b.c.d connects to a v4 answer
         }
-        guard let id = byAddress[key], var l = lookups[id], l.endMono <= connectStartMono else { return nil }
         let port = peer.port
-        if let wanted = l.port, wanted != port { return nil }   // looked up for another service
-        let age = connectStartMono - l.endMono
         let destination = Destination(address: key, port: port)
+        // A destination already named keeps its name when the latest lookup of its address
+        // does not apply (made for another service, or after this connect began).
+        let named = destinations[destination].map { Match(name: $0, attributedDurationUs: nil) }
+        guard let id = byAddress[key], var l = lookups[id], l.endMono <= connectStartMono else { return named }
+        if let wanted = l.port, wanted != port { return named }   // looked up for another service
+        let age = connectStartMono - l.endMono
         let sameThread = tid != nil && l.tid == tid && latestOfThread[tid!] == id && age <= ResolvedNames.sameThreadWindowNs
         let samePort = l.usedPort == nil || (l.usedPorts == 1 && l.usedPort == port)
         let fresh = age <= ResolvedNames.attributionWindowNs && samePort
         let continuing = destinations[destination] == l.name
-        guard sameThread || fresh || continuing else { return nil }
+        guard sameThread || fresh || continuing else { return named }
         var dns: Int? = nil
         if !l.dnsClaimed && age <= ResolvedNames.attributionWindowNs {
             dns = l.durationUs
