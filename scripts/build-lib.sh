@@ -11,10 +11,24 @@ mkdir -p "$out" "$root/.build-lib/static-libs"
 cd "$root"
 
 # --- libwedjat.so (C only: tiny, cheap to load in every process)
+# Layout matters to a short process (docs/PERFORMANCE.md, "Per-process costs"): every page it
+# writes is a page fault. The files whose own arrays would sit between the small state are
+# compiled with -fdata-sections, so that the link (--sort-section=name) puts their variables
+# after it (CShims/common/include/wedjat_common.h, WJ_BIG).
 "$root/scripts/gen-version-script.sh" "$root/.build-lib/wedjat.map"
-${CC:-cc} -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
-  -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer \
-  CShims/common/*.c CShims/interposer/*.c CShims/interposer/*_x86_64.S \
+cflags=(-std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation
+        -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer)
+objdir="$root/.build-lib/obj"
+rm -rf "$objdir"
+mkdir -p "$objdir"
+pids=()
+for src in CShims/common/*.c CShims/interposer/*.c; do
+  extra=()
+  case "$(basename "$src")" in conns.c|signals.c|waits.c) extra=(-fdata-sections) ;; esac
+  ${CC:-cc} "${cflags[@]}" "${extra[@]}" -c "$src" -o "$objdir/$(basename "$src" .c).o" & pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+${CC:-cc} "${cflags[@]}" -shared "$objdir"/*.o CShims/interposer/*_x86_64.S \
   -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,--no-undefined -Wl,--sort-section=name \
   -ldl -lpthread -o "$out/libwedjat.so.tmp"
 mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"

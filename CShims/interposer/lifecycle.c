@@ -191,11 +191,11 @@ int wj_lc_init(void) {
     wj_context_pid = (int)syscall(SYS_getpid);
     // Threads made before wedjat initialised (another library's constructor).
     atomic_store(&app_made_threads, __libc_single_threaded == 0);
-    wj_events_init();
     wj_lc_facts f;
     memset(&f, 0, sizeof f);
     f.disabled = !wj_process_configure();
     if (!f.disabled) {
+        wj_events_init();
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         wj_components_init();
     }

@@ -9,7 +9,9 @@
 #include <unistd.h>
 #include "sys_raw.h"
 
-wj_process wj_proc = {.log = {.fd = -1}};
+// In .bss (log.fd is set to -1 when the image is configured): its pages cost a short process
+// nothing until they are written, and only the first ones are (wedjat_agent_api.h).
+WJ_HOT_TAIL wj_process wj_proc;
 
 const char *wj_errno_name(int err) {
     const char *n = strerrorname_np(err);
@@ -40,8 +42,16 @@ static void sanitize_prog(char *out, size_t cap, const char *exe) {
 void wj_process_new_identity_path(void) {
     const char *header = wj_proc.log.header;
     size_t header_len = wj_proc.log.header_len;
-    snprintf(wj_proc.log_path, sizeof wj_proc.log_path, "%s/%s.%d.%llu.ndjson", wj_proc.config.dir,
-             wj_proc.prog, wj_proc.pid, (unsigned long long)(wj_proc.init_real_ns / 1000));
+    // DIR/PROG.PID.START_US.ndjson (config.dir is at most WJ_PATH_MAX - 100 long, prog 32)
+    char *out = wj_proc.log_path;
+    size_t n = wj_copy_str(out, sizeof wj_proc.log_path - 96, wj_proc.config.dir);
+    out[n++] = '/';
+    n += wj_copy_str(out + n, 64, wj_proc.prog);
+    out[n++] = '.';
+    n += wj_fmt_i64(out + n, wj_proc.pid);
+    out[n++] = '.';
+    n += wj_fmt_u64(out + n, wj_proc.init_real_ns / 1000);
+    memcpy(out + n, ".ndjson", 8);
     wj_logfile_init(&wj_proc.log, wj_proc.log_path, (uint64_t)wj_proc.config.log_max_mb << 20);
     const wj_config *c = &wj_proc.config;
     wj_logfile_set_segments(&wj_proc.log, (uint64_t)c->segment_mb << 20, (uint64_t)c->segment_s * 1000000000ull,
@@ -59,8 +69,23 @@ void wj_process_new_identity(void) {
     wj_process_new_identity_path();
 }
 
+// WEDJAT_DISABLE=1 (or true, yes, on): nothing else is read (an invalid value is left to the
+// full parse, which warns about it).
+static int disabled_by_env(void) {
+    const char *v = getenv("WEDJAT_DISABLE");
+    if (!v) return 0;
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        const char *a = v, *b = yes[i];
+        while (*b && (*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a) == *b) a++, b++;
+        if (!*a && !*b) return 1;
+    }
+    return 0;
+}
+
 int wj_process_configure(void) {
     if (getauxval(AT_SECURE)) return 0;  // setuid/setgid/capabilities: stay completely out of the way
+    if (disabled_by_env()) return 0;
     wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)geteuid());
     extern char **environ;
     wj_config_warn_unknown(&wj_proc.config, environ);

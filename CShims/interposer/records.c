@@ -30,15 +30,22 @@ const char *const wj_record_type_names[WJ_REC_TYPES] = {
 
 // argv as main() received it: copied before the program can rewrite its argv area
 // (setproctitle), which would also defeat the redaction of what it held.
-WJ_BIG static char argv_copy[32768];
+// A short argv stays in the small state (no page of its own).
+WJ_BIG static char argv_big[32768];
+static char argv_small[256];
+static char *argv_copy = argv_small;
 static size_t argv_len;
 static int argv_truncated, argv_kept;
 
 void wj_records_keep_argv(int argc, char **argv) {
+    size_t total = 0;
+    for (int i = 0; i < argc && argv && argv[i]; i++) total += strlen(argv[i]) + 1;
+    argv_copy = total <= sizeof argv_small ? argv_small : argv_big;
+    size_t cap = total <= sizeof argv_small ? sizeof argv_small : sizeof argv_big;
     size_t used = 0;
     for (int i = 0; i < argc && argv && argv[i]; i++) {
         size_t n = strlen(argv[i]) + 1;
-        if (used + n > sizeof argv_copy) { argv_truncated = 1; break; }
+        if (used + n > cap) { argv_truncated = 1; break; }
         memcpy(argv_copy + used, argv[i], n);
         used += n;
     }
@@ -81,7 +88,7 @@ static void cpu_model(char *out, size_t cap) {
         cpu_model_uncached(cached, sizeof cached);
         known = 1;
     }
-    snprintf(out, cap, "%s", cached);
+    wj_copy_str(out, cap, cached);
 }
 
 static void cpu_model_uncached(char *out, size_t cap) {
@@ -166,18 +173,27 @@ uint64_t wj_proc_start_ticks(void) {
 // to a third of a millisecond), in a directory of this user's that nobody else can write, and
 // otherwise in the log directory. Both are independent of the working directory, so that an
 // image exec'd after a chdir finds them even with a relative WEDJAT_DIR.
+static void shm_dir(char *out, unsigned euid) {   // at least 32 bytes
+    memcpy(out, "/dev/shm/wedjat-", 16);
+    wj_fmt_u64(out + 16, euid);
+}
+
 static int hint_dir(char *out, size_t cap, int shm) {
     if (shm) {
-        snprintf(out, cap, "/dev/shm/wedjat-%u", (unsigned)geteuid());
+        shm_dir(out, (unsigned)geteuid());
         char why[WJ_WARNING_LEN];
         return wj_ensure_dir(out, why, sizeof why);
     }
-    snprintf(out, cap, "%s", wj_proc.config.dir);
+    wj_copy_str(out, cap, wj_proc.config.dir);
     return 1;
 }
 
 static void hint_path(char *out, size_t cap, const char *dir, int shm) {
-    snprintf(out, cap, shm ? "%s/exec.%d" : "%s/.exec.%d", dir, wj_proc.pid);
+    size_t n = wj_copy_str(out, cap - 32, dir);
+    const char *name = shm ? "/exec." : "/.exec.";
+    size_t name_len = strlen(name);
+    memcpy(out + n, name, name_len);
+    wj_fmt_i64(out + n + name_len, wj_proc.pid);
 }
 
 void wj_exec_hint_leave(const char *raw_dir_env) {
@@ -190,10 +206,20 @@ void wj_exec_hint_leave(const char *raw_dir_env) {
     char buf[5 * WJ_PATH_MAX];
     // Line 1: pid, process start ticks (a stale hint of an earlier process with this pid has
     // other ones) and the moment of the exec (CLOCK_MONOTONIC, the same clock in every image).
-    int n = snprintf(buf, sizeof buf, "%d %llu %llu\n%s\n%s\n%s\t%s\n", wj_proc.pid,
-                     (unsigned long long)wj_proc_start_ticks(), (unsigned long long)wj_now_ns(),
-                     wj_proc.log_path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : "");
-    if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+    // "%d %llu %llu\n%s\n%s\n%s\t%s\n" (each string is shorter than WJ_PATH_MAX: it fits)
+    size_t n = wj_fmt_i64(buf, wj_proc.pid);
+    buf[n++] = ' ';
+    n += wj_fmt_u64(buf + n, wj_proc_start_ticks());
+    buf[n++] = ' ';
+    n += wj_fmt_u64(buf + n, wj_now_ns());
+    const char *strings[4] = {wj_proc.log_path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : ""};
+    const char seps[4] = {'\n', '\n', '\n', '\t'};
+    for (int i = 0; i < 4; i++) {
+        buf[n++] = seps[i];
+        n += wj_copy_str(buf + n, WJ_PATH_MAX, strings[i]);
+    }
+    buf[n++] = '\n';
+    wj_sys_write(fd, buf, n);
     wj_sys_close(fd);
 }
 
@@ -214,17 +240,20 @@ static char *next_line(char *p) {
 }
 
 int wj_exec_hint_take(wj_exec_hint *out) {
-    memset(out, 0, sizeof *out);
+    // Only the fields read later are cleared (the struct is 1.5 KiB of mostly untouched .bss).
+    out->from[0] = out->parent[0] = out->dir[0] = 0;
+    out->exec_mono = 0;
     char buf[5 * WJ_PATH_MAX];
     char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
     long len = -1;
     for (int shm = 1; shm >= 0 && len <= 0; shm--) {
         if (shm) {
             // Only look into a directory that is ours (hint_dir would create it).
-            snprintf(dir, sizeof dir, "/dev/shm/wedjat-%u", (unsigned)geteuid());
+            unsigned euid = (unsigned)geteuid();
+            shm_dir(dir, euid);
             struct stat st;
             if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-                st.st_uid != geteuid() || (st.st_mode & 077))
+                st.st_uid != euid || (st.st_mode & 077))
                 continue;
         } else {
             hint_dir(dir, sizeof dir, 0);
@@ -232,6 +261,9 @@ int wj_exec_hint_take(wj_exec_hint *out) {
         hint_path(path, sizeof path, dir, shm);
         len = wj_read_file(path, buf, sizeof buf);
         if (len > 0) syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+        // The directory on tmpfs is ours and usable: an image exec'ing from here left its hint
+        // there (hint_dir), never in the log directory. One lookup less per process.
+        if (shm) break;
     }
     if (len <= 0) return 0;
     char *line2 = next_line(buf), *line3 = next_line(line2), *line4 = next_line(line3);
@@ -243,14 +275,14 @@ int wj_exec_hint_take(wj_exec_hint *out) {
     char *end1;
     strtoull(space + 1, &end1, 10);
     if (*end1 == ' ') out->exec_mono = strtoull(end1 + 1, 0, 10);
-    snprintf(out->from, sizeof out->from, "%s", line2);
-    snprintf(out->parent, sizeof out->parent, "%s", line3);
+    wj_copy_str(out->from, sizeof out->from, line2);
+    wj_copy_str(out->parent, sizeof out->parent, line3);
     // The chain's log directory, for an image whose WEDJAT_DIR is the same relative path.
     char *tab = line4 ? strchr(line4, '\t') : 0;
     if (tab) {
         *tab = 0;
         if (tab[1] && tab[1] != '/' && strcmp(tab + 1, wj_proc.config.dir_env) == 0)
-            snprintf(out->dir, sizeof out->dir, "%s", line4);
+            wj_copy_str(out->dir, sizeof out->dir, line4);
     }
     return 1;
 }
@@ -326,8 +358,12 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
         if (wj_proc.config.argv_mode == WJ_ARGV_NONE && index > 0) break;
         if (j.len + arg_len + 64 > cap / 2) { truncated = 1; break; }
         if (wj_proc.config.argv_mode == WJ_ARGV_REDACT && index > 0) {
-            wj_redact_arg(previous, arg, redacted, sizeof redacted);
-            wj_json_str(&j, 0, redacted);
+            // A short argument is redacted on the stack (masks make it at most about 3 times
+            // longer), a long one in the big buffer.
+            char small[1024];
+            int fits = arg_len * 4 + 64 < sizeof small;
+            wj_redact_arg(previous, arg, fits ? small : redacted, fits ? sizeof small : sizeof redacted);
+            wj_json_str(&j, 0, fits ? small : redacted);
         } else {
             wj_json_strn(&j, 0, arg, arg_len);
         }
@@ -347,7 +383,11 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     struct utsname u;
     if (uname(&u) == 0) {
         char kernel[sizeof u.sysname + sizeof u.release + sizeof u.version + 4];
-        snprintf(kernel, sizeof kernel, "%s %s %s", u.sysname, u.release, u.version);
+        size_t k = wj_copy_str(kernel, sizeof u.sysname, u.sysname);
+        kernel[k++] = ' ';
+        k += wj_copy_str(kernel + k, sizeof u.release, u.release);
+        kernel[k++] = ' ';
+        wj_copy_str(kernel + k, sizeof u.version, u.version);
         wj_json_str(&j, "hostname", u.nodename);
         wj_json_str(&j, "kernel", kernel);
         wj_json_str(&j, "arch", u.machine);

@@ -957,11 +957,12 @@ static void stalls_round(const wj_round *r) {
 }
 
 static void stalls_collect(const wj_round *r, const wj_out *out) {
-    WJ_BIG static char line[64 * 1024];
     // Stalls that ended (with the module map they need first); at the end, those going on.
     if (r->final) stalls_final();
     for (int is_modules;;) {
-        size_t len = next_record(line, sizeof line, &is_modules);
+        size_t cap;
+        char *line = out->room(out->ctx, &cap);
+        size_t len = next_record(line, cap, &is_modules);
         if (!len) break;
         out->line(out->ctx, is_modules ? WJ_REC_MODULES : WJ_REC_STALL, line, len == (size_t)-1 ? 0 : len);
     }
