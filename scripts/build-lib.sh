@@ -29,7 +29,8 @@ for src in CShims/common/*.c CShims/interposer/*.c; do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 ${CC:-cc} "${cflags[@]}" -shared "$objdir"/*.o CShims/interposer/*_x86_64.S \
-  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,--no-undefined -Wl,--sort-section=name \
+  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,-z,noseparate-code -Wl,--no-undefined \
+  -Wl,--sort-section=name \
   -ldl -lpthread -o "$out/libwedjat.so.tmp"
 mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 

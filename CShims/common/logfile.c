@@ -49,7 +49,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
         // A link is followed only if it is ours and points to a directory of ours: a link
         // someone else planted (the classic attack on a predictable /tmp path) is refused,
         // for root as for anyone.
-        if (st.st_uid != geteuid()) {
+        if (st.st_uid != (uid_t)syscall(SYS_geteuid)) {
             snprintf(why, why_len, "%s is a link owned by uid %u", dir, (unsigned)st.st_uid);
             return 0;
         }
@@ -57,7 +57,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
             snprintf(why, why_len, "%s is a link to something that is not a directory", dir);
             return 0;
         }
-        if (st.st_uid != geteuid()) {
+        if (st.st_uid != (uid_t)syscall(SYS_geteuid)) {
             snprintf(why, why_len, "%s is a link to a directory owned by uid %u", dir, (unsigned)st.st_uid);
             return 0;
         }
@@ -68,7 +68,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     // for root: being able to write anywhere is no reason to write where others can tamper.
     int others_write = (st.st_mode & 0022) != 0;
     int sticky = (st.st_mode & S_ISVTX) != 0;
-    if ((st.st_uid != geteuid() || others_write) && !sticky) {
+    if ((st.st_uid != (uid_t)syscall(SYS_geteuid) || others_write) && !sticky) {
         snprintf(why, why_len, "%s is writable by others or owned by uid %u", dir, (unsigned)st.st_uid);
         return 0;
     }
@@ -147,7 +147,7 @@ static int open_log(wj_logfile *lf) {
     if (fd < 0) {
         if (!reopen) {
             char dir[WJ_PATH_MAX];
-            snprintf(dir, sizeof dir, "%s", lf->path);
+            wj_copy_str(dir, sizeof dir, lf->path);
             char *slash = strrchr(dir, '/');
             if (slash && slash != dir) {
                 *slash = 0;
@@ -160,7 +160,7 @@ static int open_log(wj_logfile *lf) {
             // take it if it is a regular file of ours (never someone else's, never a link).
             fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
             struct stat st;
-            if (fd >= 0 && (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+            if (fd >= 0 && (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != (uid_t)syscall(SYS_geteuid))) {
                 wj_sys_close(fd);
                 fd = -1;
                 errno = EEXIST;
@@ -254,7 +254,7 @@ static uint64_t count_lines(const char *buf, size_t len) {
 // ---------------------------------------------------------------- segments
 
 static void segment_path(const wj_logfile *lf, int index, char *out, size_t cap) {
-    if (index == 0) { snprintf(out, cap, "%s", lf->seg.base); return; }
+    if (index == 0) { wj_copy_str(out, cap, lf->seg.base); return; }
     size_t n = strlen(lf->seg.base);
     if (n > 7 && strcmp(lf->seg.base + n - 7, ".ndjson") == 0) n -= 7;
     snprintf(out, cap, "%.*s.%d.ndjson", (int)n, lf->seg.base, index);
@@ -277,9 +277,16 @@ static void write_own(wj_logfile *lf, int fd, const char *line, size_t len, int 
 
 // The header of segment n: process_start as the caller gave it, with the segment's number and
 // start in it (every segment can be read alone).
-static size_t segment_fields(const wj_logfile *lf, char *buf, size_t cap) {
-    return (size_t)snprintf(buf, cap, ",\"segment\":%d,\"segment_start_ts\":%lld}\n", lf->seg.index,
-                            (long long)epoch_us(lf, lf->seg.started_mono));
+static size_t segment_fields(const wj_logfile *lf, char *buf, size_t cap) {   // cap >= 96
+    (void)cap;
+    size_t n = 0;
+    memcpy(buf, ",\"segment\":", 11);
+    n = 11 + wj_fmt_i64(buf + 11, lf->seg.index);
+    memcpy(buf + n, ",\"segment_start_ts\":", 20);
+    n += 20;
+    n += wj_fmt_i64(buf + n, epoch_us(lf, lf->seg.started_mono));
+    memcpy(buf + n, "}\n", 3);
+    return n + 2;
 }
 
 static int write_header_and(wj_logfile *lf, int fd, const char *buf, size_t len) {
@@ -446,7 +453,7 @@ static int rotate(wj_logfile *lf, int fd) {
     sg->index++;
     sg->started_mono = wj_now_ns();
     sg->lines = 0;
-    snprintf(lf->path, sizeof lf->path, "%s", next);
+    wj_copy_str(lf->path, sizeof lf->path, next);
     struct stat st;
     if (sys_fstat(nfd, &st) == 0) {
         lf->dev = (uint64_t)st.st_dev;
@@ -494,7 +501,7 @@ static int write_locked(wj_logfile *lf, const char *buf, size_t len, int final) 
 
     struct rlimit fs;
     uint64_t limit = lf->max_bytes;
-    if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY && (uint64_t)fs.rlim_cur < limit)
+    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY && (uint64_t)fs.rlim_cur < limit)
         limit = (uint64_t)fs.rlim_cur;  // past it the kernel would send SIGXFSZ to the app
     // The last 1/16 (at most 64 KiB) is kept for process_end: a full log still says how the
     // process ended and what was dropped.

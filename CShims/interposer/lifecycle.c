@@ -132,7 +132,7 @@ static void final_here(const wj_final *final) {
     // Nothing else of the app may run while wedjat's fds are in its table: this thread is the
     // only one (the transition made sure), and no signal handler may interrupt it.
     sigset_t all, old;
-    sigfillset(&all);
+    memset(&all, 0xff, sizeof all);   // sigfillset (pthread_sigmask leaves glibc's own signals out)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     wj_guard_take();
     wj_agent_final_here(final);
@@ -262,7 +262,7 @@ void wj_lc_end(int reason, int status, int has_status, const char *exec_target, 
     wj_lc_state s = wj_lc_state_now();
     if (s >= WJ_LC_ENDING || s == WJ_LC_OFF || s == WJ_LC_LOADED) return;
     if (wj_proc.end_reason == WJ_END_NONE || reason == WJ_END_EXEC) wj_proc.end_reason = reason;
-    if (reason == WJ_END_EXEC) snprintf(wj_proc.exec_target, sizeof wj_proc.exec_target, "%s", exec_target ? exec_target : "");
+    if (reason == WJ_END_EXEC) wj_copy_str(wj_proc.exec_target, sizeof wj_proc.exec_target, exec_target ? exec_target : "");
     role_before_end = wj_agent_role();
     ending_tid = wj_gettid();
     wj_final final = {ending_tid, exec_target, exec_envp};

@@ -86,7 +86,7 @@ static int disabled_by_env(void) {
 int wj_process_configure(void) {
     if (getauxval(AT_SECURE)) return 0;  // setuid/setgid/capabilities: stay completely out of the way
     if (disabled_by_env()) return 0;
-    wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)geteuid());
+    wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)syscall(SYS_geteuid));
     extern char **environ;
     wj_config_warn_unknown(&wj_proc.config, environ);
     if (wj_proc.config.disabled) return 0;

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include "sys_raw.h"
 
 #define MAX_THREADS 1024   // threads read per sample to find the busiest (their count is exact)
@@ -178,7 +179,7 @@ static uint64_t field_kb(const char *text, const char *key) {
 
 static uint64_t ticks_per_second(void) {
     static long hz;
-    if (!hz) hz = sysconf(_SC_CLK_TCK);
+    if (!hz) hz = (long)getauxval(AT_CLKTCK);   // what sysconf(_SC_CLK_TCK) answers
     return hz > 0 ? (uint64_t)hz : 100;
 }
 
@@ -532,7 +533,7 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
     int self = wj_gettid();
     n_task_tids = 0;
     if (at_exit && self != agent_tid && threads_total && threads_total - (uint64_t)agent_threads == 1) {
-        if (self_cpu_ok && prctl(PR_GET_NAME, fast_name, 0, 0, 0) == 0) {
+        if (self_cpu_ok && syscall(SYS_prctl, PR_GET_NAME, fast_name, 0, 0, 0) == 0) {
             one = (thread_cpu){self, (uint64_t)self_cpu.tv_sec * 1000000000u + (uint64_t)self_cpu.tv_nsec};
             cur = &one;
             n = 1;
@@ -565,8 +566,13 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
     wj_json_begin_array(&j, "top_threads");
     for (int t = 0; t < n_top; t++) {
         char path[64], comm[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d/comm", cur[top[t]].tid);
-        long r = fast ? (long)strlen(strcpy(comm, fast_name)) : read_small(path, comm, sizeof comm);
+        long r;
+        if (fast) {
+            r = (long)wj_copy_str(comm, sizeof comm, fast_name);
+        } else {
+            snprintf(path, sizeof path, "/proc/self/task/%d/comm", cur[top[t]].tid);
+            r = read_small(path, comm, sizeof comm);
+        }
         if (r > 0 && comm[r - 1] == '\n') comm[r - 1] = 0;
         wj_json_begin(&j);
         wj_json_int(&j, "tid", cur[top[t]].tid);
