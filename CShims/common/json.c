@@ -90,9 +90,34 @@ size_t wj_fmt_i64(char *out, int64_t v) {
     return 1 + wj_fmt_u64(out + 1, (uint64_t)0 - (uint64_t)v);
 }
 
+uint64_t wj_parse_u64(const char *s, const char **end) {
+    while (*s == ' ' || *s == '\t') s++;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        uint64_t d = (uint64_t)(*s - '0');
+        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
+    }
+    if (end) *end = s;
+    return v;
+}
+
+size_t wj_strnlen(const char *s, size_t max) {
+    size_t n = 0;
+    while (n < max && s[n]) n++;
+    return n;
+}
+
+const char *wj_strrchr(const char *s, int c) {
+    const char *last = 0;
+    for (;; s++) {
+        if (*s == (char)c) last = s;
+        if (!*s) return last;
+    }
+}
+
 size_t wj_copy_str(char *dst, size_t cap, const char *src) {
     if (!cap) return 0;
-    size_t n = strnlen(src, cap - 1);
+    size_t n = wj_strnlen(src, cap - 1);
     memcpy(dst, src, n);
     dst[n] = 0;
     return n;

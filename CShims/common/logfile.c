@@ -148,7 +148,7 @@ static int open_log(wj_logfile *lf) {
         if (!reopen) {
             char dir[WJ_PATH_MAX];
             wj_copy_str(dir, sizeof dir, lf->path);
-            char *slash = strrchr(dir, '/');
+            char *slash = (char *)wj_strrchr(dir, '/');
             if (slash && slash != dir) {
                 *slash = 0;
                 if (!wj_ensure_dir(dir, lf->error, sizeof lf->error)) { lf->failed = 1; return -1; }

@@ -23,13 +23,36 @@ int64_t wj_epoch_us(uint64_t mono_ns) {
     return ((int64_t)wj_proc.init_real_ns + delta) / 1000;
 }
 
+// The WEDJAT_* entries of the environment, found in one pass (the configuration looks up
+// about twenty names: twenty scans of the whole environment with getenv). NULL-terminated.
+#define WJ_ENV_MAX 32
+static char *wedjat_env[WJ_ENV_MAX + 1];
+static int wedjat_env_overflow;
+
+static void collect_env(void) {
+    extern char **environ;
+    int n = 0;
+    wedjat_env_overflow = 0;
+    for (char **e = environ; e && *e; e++) {
+        if ((*e)[0] != 'W' || strncmp(*e, "WEDJAT_", 7) != 0) continue;
+        if (n == WJ_ENV_MAX) { wedjat_env_overflow = 1; break; }
+        wedjat_env[n++] = *e;
+    }
+    wedjat_env[n] = 0;
+}
+
+// getenv(name), for WEDJAT_* names: the first entry, as getenv finds it.
 static const char *env_lookup(const char *name, void *ctx) {
     (void)ctx;
-    return getenv(name);
+    if (wedjat_env_overflow) return getenv(name);
+    size_t len = strlen(name);
+    for (char **e = wedjat_env; *e; e++)
+        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+    return 0;
 }
 
 static void sanitize_prog(char *out, size_t cap, const char *exe) {
-    const char *base = strrchr(exe, '/');
+    const char *base = wj_strrchr(exe, '/');
     base = base ? base + 1 : exe;
     size_t n = 0;
     for (; *base && n + 1 < cap && n < 32; base++)
@@ -72,7 +95,7 @@ void wj_process_new_identity(void) {
 // WEDJAT_DISABLE=1 (or true, yes, on): nothing else is read (an invalid value is left to the
 // full parse, which warns about it).
 static int disabled_by_env(void) {
-    const char *v = getenv("WEDJAT_DISABLE");
+    const char *v = env_lookup("WEDJAT_DISABLE", 0);
     if (!v) return 0;
     static const char *const yes[] = {"1", "true", "yes", "on"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
@@ -85,10 +108,10 @@ static int disabled_by_env(void) {
 
 int wj_process_configure(void) {
     if (getauxval(AT_SECURE)) return 0;  // setuid/setgid/capabilities: stay completely out of the way
+    collect_env();
     if (disabled_by_env()) return 0;
     wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)syscall(SYS_geteuid));
-    extern char **environ;
-    wj_config_warn_unknown(&wj_proc.config, environ);
+    wj_config_warn_unknown(&wj_proc.config, wedjat_env_overflow ? environ : wedjat_env);
     if (wj_proc.config.disabled) return 0;
     char *exe = wj_proc.exe;
     long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof wj_proc.exe - 1);

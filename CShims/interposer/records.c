@@ -144,7 +144,7 @@ static void cpu_model_uncached(char *out, size_t cap) {
 // Field n (1-based, as in proc(5)) of a /proc/.../stat line; the command name (field 2) may
 // hold spaces and parentheses, so counting starts after its last ')'.
 const char *wj_stat_field(const char *stat, int n) {
-    const char *p = strrchr(stat, ')');
+    const char *p = wj_strrchr(stat, ')');
     if (!p || n < 3) return 0;
     p++;  // the space before field 3
     for (int field = 3; field < n && p; field++) p = strchr(p + 1, ' ');
@@ -157,7 +157,7 @@ static int read_start_ticks(unsigned long long *ticks) {
     if (wj_read_file("/proc/self/stat", stat, sizeof stat) <= 0) return 0;
     const char *f = wj_stat_field(stat, 22);
     if (!f) return 0;
-    *ticks = strtoull(f, 0, 10);
+    *ticks = wj_parse_u64(f, 0);
     return 1;
 }
 
@@ -278,10 +278,12 @@ int wj_exec_hint_take(wj_exec_hint *out) {
     next_line(line4);
     char *space = strchr(buf, ' ');
     // Same pid and same process start time: written by this very process's previous image.
-    if (!space || atoi(buf) != wj_proc.pid || strtoull(space + 1, 0, 10) != wj_proc_start_ticks()) return 0;
-    char *end1;
-    strtoull(space + 1, &end1, 10);
-    if (*end1 == ' ') out->exec_mono = strtoull(end1 + 1, 0, 10);
+    if (!space || buf[0] < '0' || buf[0] > '9' || wj_parse_u64(buf, 0) != (uint64_t)wj_proc.pid ||
+        wj_parse_u64(space + 1, 0) != wj_proc_start_ticks())
+        return 0;
+    const char *end1;
+    wj_parse_u64(space + 1, &end1);
+    if (*end1 == ' ') out->exec_mono = wj_parse_u64(end1 + 1, 0);
     wj_copy_str(out->from, sizeof out->from, line2);
     wj_copy_str(out->parent, sizeof out->parent, line3);
     // The chain's log directory, for an image whose WEDJAT_DIR is the same relative path.
@@ -361,7 +363,7 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     const char *previous = 0;
     for (long off = 0, index = 0; len > 0 && off < len; index++) {
         const char *arg = cmdline + off;
-        size_t arg_len = strnlen(arg, (size_t)(len - off));
+        size_t arg_len = wj_strnlen(arg, (size_t)(len - off));
         if (wj_proc.config.argv_mode == WJ_ARGV_NONE && index > 0) break;
         if (j.len + arg_len + 64 > cap / 2) { truncated = 1; break; }
         if (wj_proc.config.argv_mode == WJ_ARGV_REDACT && index > 0) {

@@ -155,6 +155,11 @@ size_t wj_fmt_i64(char *out, int64_t v);
 // snprintf(dst, cap, "%s", src) without stdio: copies what fits, NUL-terminated; returns the
 // length copied.
 size_t wj_copy_str(char *dst, size_t cap, const char *src);
+// strtoull(s, end, 10) for what wedjat parses (digits after blanks), strnlen, strrchr: a short
+// process then never touches the libc pages of those (each is a page fault).
+uint64_t wj_parse_u64(const char *s, const char **end);
+size_t wj_strnlen(const char *s, size_t max);
+const char *wj_strrchr(const char *s, int c);
 
 uint64_t wj_now_ns(void);          // CLOCK_MONOTONIC
 uint64_t wj_realtime_ns(void);     // CLOCK_REALTIME
