@@ -70,11 +70,13 @@ static long read_small(const char *path, char *buf, size_t cap) {
         size_t used = 0;
         r = 0;
         while (used + 1 < cap) {
-            long n = wj_sys_read(fd, buf + used, cap - 1 - used);
+            size_t want = cap - 1 - used;
+            long n = wj_sys_read(fd, buf + used, want);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) { if (!used) r = -errno; break; }
             if (n == 0) break;
             used += (size_t)n;
+            if ((size_t)n < want) break;   // short: the end (/proc and sysfs give all at once)
         }
         if (r == 0) r = (long)used;
         wj_sys_close(fd);

@@ -332,6 +332,8 @@ int wj_sys_open(const char *path, int flags, int mode);
 int wj_sys_close(int fd);
 int wj_sys_getpid(void);
 // Reads a whole small file (e.g. /proc/self/stat) into buf, NUL-terminated; returns length or -1.
+// A short read is taken as the end: true of regular files, sysfs and the single-record /proc
+// files wedjat reads (a multi-record one such as /proc/cpuinfo may end at a record boundary).
 long wj_read_file(const char *path, char *buf, size_t cap);
 
 #ifdef __cplusplus
