@@ -75,6 +75,7 @@ static uint64_t c_written[WJ_REC_TYPES], c_pending[WJ_REC_TYPES];
 static uint64_t c_dropped_records;
 static uint64_t reported_drop_events, reported_drop_records;
 static int start_written;
+static int forked_image;                  // this image began with fork(), not exec: no exec hint
 static int exec_failed_tid;               // an exec that failed, to record at the next flush
 static uint64_t exec_failed_mono;
 // The output buffer. Its start holds the image's header (process_start), kept there for the log
@@ -271,7 +272,10 @@ static void ensure_header(void) {
     start_written = 1;
     warn_config_once();
     wj_exec_hint exec_hint;   // on the stack: only its strings' first bytes are touched
-    if (wj_exec_hint_take(&exec_hint)) {
+    exec_hint.from[0] = exec_hint.parent[0] = exec_hint.dir[0] = 0;
+    exec_hint.exec_mono = 0;
+    // A forked child is a new process: no earlier image of it could have left a hint.
+    if (!forked_image && wj_exec_hint_take(&exec_hint)) {
         if (exec_hint.exec_mono) wj_vitals_exec_called(exec_hint.exec_mono);
         if (exec_hint.dir[0] && strcmp(exec_hint.dir, wj_proc.config.dir) != 0) {
             // A relative WEDJAT_DIR after a chdir: the chain's directory, resolved by its first image.
@@ -747,6 +751,7 @@ void wj_agent_fork_parent(void) {
 }
 
 void wj_agent_fork_child(void) {
+    forked_image = 1;
     pthread_mutex_init(&agent_lock, 0);
     atomic_store(&fork_waiters, 0);
     atomic_store(&role, WJ_ROLE_NONE);   // threads do not survive fork

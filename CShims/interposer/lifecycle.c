@@ -6,6 +6,7 @@
 #include "context.h"
 #include "events.h"
 #include "process.h"
+#include "real.h"
 #include "records.h"
 #include <errno.h>
 #include <pthread.h>
@@ -82,6 +83,8 @@ static void thread_did_not_start(void) {
 
 static void atfork_prepare(void) {
     if (wj_run_state != WJ_RUN_RECORDING) return;
+    // Only while no other thread exists: dlsym takes the loader's lock.
+    if (__libc_single_threaded) wj_real_warm_for_children();
     wj_agent_fork_prepare();
 }
 
@@ -120,10 +123,8 @@ static void reset_child(void) {
     atomic_store(&wj_requests, 0);
     // A child that lives on (a daemon, a worker) is watched too, from its first wait, sleep or
     // I/O call past the gate; one that execs soon never starts the thread.
-    if (wj_proc.config.sample_ms > 0) {
-        thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
-        wj_request(WJ_REQ_SAMPLER);
-    }
+    thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
+    if (wj_proc.config.sample_ms > 0) wj_request(WJ_REQ_SAMPLER);
 }
 
 // ---------------------------------------------------------------- actions
@@ -144,10 +145,8 @@ static void perform(unsigned a, wj_lc_state next, const wj_final *final) {
     if (a & WJ_LC_DO_RESET_CHILD) reset_child();
     if (a & WJ_LC_DO_MAIN) {
         wj_components_main_entered();
-        if (wj_proc.config.sample_ms > 0) {
-            thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
-            wj_request(WJ_REQ_SAMPLER);
-        }
+        thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
+        if (wj_proc.config.sample_ms > 0) wj_request(WJ_REQ_SAMPLER);
     }
     if (a & (WJ_LC_DO_START_SAMPLER | WJ_LC_DO_START_AGENT | WJ_LC_DO_RESTART)) {
         int role = (a & WJ_LC_DO_START_AGENT) || next == WJ_LC_RUNNING ? WJ_ROLE_FULL : WJ_ROLE_SAMPLER;
@@ -235,7 +234,12 @@ void wj_lc_poke_slow(int gated) {
     if (req & WJ_REQ_AGENT) fire(WJ_LC_WANT_AGENT, &f, 0);
     // The sampler only when sampling is on; the watchdog (stall detection) asks for the thread
     // even when it is off.
-    if ((req & WJ_REQ_THREAD) || ((req & WJ_REQ_SAMPLER) && wj_proc.config.sample_ms > 0)) fire(WJ_LC_WANT_THREAD, &f, 0);
+    // Fork records too, once past the gate: a process that forks and ends within 20 ms (a
+    // shell's pipeline, a build step) writes them in its final flush instead. Its children
+    // then fork from a single-threaded process: glibc's fork skips the work a multi-threaded
+    // parent needs (locks, and pages touched in every child).
+    if ((req & (WJ_REQ_THREAD | WJ_REQ_FORKS)) || ((req & WJ_REQ_SAMPLER) && wj_proc.config.sample_ms > 0))
+        fire(WJ_LC_WANT_THREAD, &f, 0);
 }
 
 void wj_lc_main_thread_exits(void) {

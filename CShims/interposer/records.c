@@ -310,16 +310,26 @@ const char *wj_exec_unwatched_reason(const char *target, char *const envp[]) {
     if (!preload || !strstr(preload, "libwedjat")) return "no_preload";
     if (disabled) return "disabled";
     if (!target || !strchr(target, '/')) return 0;  // found on PATH by exec*p: assume dynamic
+    // One lookup of the path: the checks go through the open file (by path only when it cannot
+    // be read, as an execute-only binary).
     struct stat st;
-    if (syscall(SYS_newfstatat, AT_FDCWD, target, &st, 0) == 0 && S_ISREG(st.st_mode)) {
-        // Secure execution: the loader ignores LD_PRELOAD (or wedjat disables itself).
-        if ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) return "setuid";
-        if ((st.st_mode & S_ISGID) && st.st_gid != getegid()) return "setgid";
-        if (syscall(SYS_getxattr, target, "security.capability", 0, 0) > 0) return "file_capabilities";
-    }
-    unsigned char head[4096];
     int fd = wj_sys_open(target, O_RDONLY | O_CLOEXEC, 0);
+    int have = fd >= 0 ? syscall(SYS_fstat, fd, &st) == 0 : syscall(SYS_newfstatat, AT_FDCWD, target, &st, 0) == 0;
+    if (have && S_ISREG(st.st_mode)) {
+        // Secure execution: the loader ignores LD_PRELOAD (or wedjat disables itself).
+        const char *why = 0;
+        if ((st.st_mode & S_ISUID) && st.st_uid != (uid_t)syscall(SYS_geteuid)) why = "setuid";
+        else if ((st.st_mode & S_ISGID) && st.st_gid != (gid_t)syscall(SYS_getegid)) why = "setgid";
+        else if ((fd >= 0 ? syscall(SYS_fgetxattr, fd, "security.capability", 0, 0)
+                          : syscall(SYS_getxattr, target, "security.capability", 0, 0)) > 0)
+            why = "file_capabilities";
+        if (why) {
+            if (fd >= 0) wj_sys_close(fd);
+            return why;
+        }
+    }
     if (fd < 0) return 0;
+    unsigned char head[4096];
     long n = wj_sys_read(fd, head, sizeof head);
     wj_sys_close(fd);
     if (n >= 2 && head[0] == '#' && head[1] == '!') return 0;
