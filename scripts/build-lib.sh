@@ -36,7 +36,10 @@ mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 
 # --- libwedjat-agent.so (Swift). Dynamic exclusivity checks are off in it: a violation would
 # trap inside the watched program (the debug builds of the unit tests keep them), and they
-# cost the aggregator's per-message path about 5%.
+# cost the aggregator's per-message path about 5%. libgcc is linked statically (its unwinder,
+# hidden like everything but the entry point): libgcc_s.so.1 was one library more to map,
+# relocate and initialise (its constructor runs CPUID) in every process that loads the agent.
+# libm stays a shared library: glibc's libm.a is not position-independent.
 printf '{\n  global: wedjat_agent_init;\n  local: *;\n};\n' > "$root/.build-lib/agent.map"
 ln -sf "$(gcc -print-file-name=libstdc++.a)" "$root/.build-lib/static-libs/libstdc++.a"
 # SwiftPM does not relink when only linker flags change: remove the old product first.
@@ -44,6 +47,7 @@ rm -f "$root/.build-lib/$config/libwedjat-agent.so"
 swift build -c "$config" --scratch-path "$root/.build-lib" --product wedjat-agent --disable-local-rpath \
   -Xswiftc -static-stdlib \
   -Xswiftc -enforce-exclusivity=unchecked \
+  -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
   -Xswiftc -use-ld=lld \
   -Xlinker --version-script="$root/.build-lib/agent.map" \
   -Xlinker -L"$root/.build-lib/static-libs" \

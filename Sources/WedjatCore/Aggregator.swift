@@ -35,7 +35,7 @@ final class OpenConnection {
     var raw: HTTP1Stream?
     var plain: HTTP1Stream?
     // conn_want offsets already told, by stream (WJ_PAYLOAD_OUT | WJ_PAYLOAD_PLAIN bits: 0...3)
-    var published: [UInt64?] = [nil, nil, nil, nil]
+    var published = PublishedOffsets()
     var requests = 0
     var payloads = 0                        // capture slots seen
     // The summary the last exchange went to (a connection's exchanges mostly share one):
@@ -50,6 +50,72 @@ final class OpenConnection {
     }
 }
 
+// Four optional offsets by stream number. A struct of fields, not an array: an array of
+// UInt64? is a generic type whose metadata the runtime builds from its mangled name the first
+// time a process's aggregator opens a connection (about 25 us).
+struct PublishedOffsets {
+    private var s0: UInt64?, s1: UInt64?, s2: UInt64?, s3: UInt64?
+    subscript(_ i: Int) -> UInt64? {
+        get {
+            switch i {
+            case 0: return s0
+            case 1: return s1
+            case 2: return s2
+            default: return s3
+            }
+        }
+        set {
+            switch i {
+            case 0: s0 = newValue
+            case 1: s1 = newValue
+            case 2: s2 = newValue
+            default: s3 = newValue
+            }
+        }
+    }
+}
+
+// The record types the aggregator writes, counted in fixed slots (a [String: Int] per count
+// cost a process about 30 us of generic metadata and conformance lookups at its first record).
+enum AggregatorRecord: Int {
+    case connection, dns, http, httpSummary
+    // In name order (process_end lists them so). Iterated by number: `allCases` is an array,
+    // generic metadata again.
+    static let count = 4
+    static func at(_ i: Int) -> AggregatorRecord { AggregatorRecord(rawValue: i) ?? .connection }
+    var name: String {
+        switch self {
+        case .connection: return "connection"
+        case .dns: return "dns"
+        case .http: return "http"
+        case .httpSummary: return "http_summary"
+        }
+    }
+}
+
+struct RecordCounts {
+    private var c0 = 0, c1 = 0, c2 = 0, c3 = 0
+    subscript(_ r: AggregatorRecord) -> Int {
+        get {
+            switch r {
+            case .connection: return c0
+            case .dns: return c1
+            case .http: return c2
+            case .httpSummary: return c3
+            }
+        }
+        set {
+            switch r {
+            case .connection: c0 = newValue
+            case .dns: c1 = newValue
+            case .http: c2 = newValue
+            case .httpSummary: c3 = newValue
+            }
+        }
+    }
+    var total: Int { c0 + c1 + c2 + c3 }
+}
+
 // Turns network events into records. Owns the open-connection table (bounded by
 // maxConnections) and an output buffer; hands batches of whole lines to `sink`, which
 // returns false when they could not be written (then they are counted as dropped).
@@ -62,9 +128,15 @@ public final class Aggregator {
     private var open: [UInt64: OpenConnection] = [:]
     private var line = JSONLine(capacity: 512)
     private var pending: [UInt8] = []
-    private var pendingLines: [String: Int] = [:]
+    private var pendingLines = RecordCounts()   // records in `pending`, by type
+    private var writtenCounts = RecordCounts()
     private var resolved = ResolvedNames()
-    public private(set) var written: [String: Int] = [:]
+    // Records written, by type.
+    public var written: [String: Int] {
+        var d: [String: Int] = [:]
+        for i in 0..<AggregatorRecord.count where writtenCounts[.at(i)] > 0 { d[AggregatorRecord.at(i).name] = writtenCounts[.at(i)] }
+        return d
+    }
     public private(set) var droppedRecords: UInt64 = 0
     public private(set) var untrackedConnections: UInt64 = 0
     public private(set) var unparsedHTTP: UInt64 = 0   // exchanges cut short by a gap in the capture
@@ -242,7 +314,7 @@ public final class Aggregator {
         for a in addrs { line.value(Addresses.format(a, withPort: false)) }
         line.endArray()
         line.field("error", ev.error == 0 ? nil : DNSNames.error(ev.error, api: Int32(ev.api)))
-        finishRecord("dns")
+        finishRecord(.dns)
     }
 
     // Writes what is pending. With `final`, every connection still open is reported first
@@ -307,7 +379,7 @@ public final class Aggregator {
                 }
                 line.endObject()
             }
-            finishRecord("http_summary")
+            finishRecord(.httpSummary)
         }
     }
 
@@ -318,9 +390,15 @@ public final class Aggregator {
         line.endArray()
     }
 
-    // "type":count pairs of what this aggregator wrote, for process_end.
+    // "type":count pairs of what this aggregator wrote, for process_end (names in order: the
+    // cases are declared sorted by name).
     public func recordCounts() -> String {
-        written.sorted(by: { $0.key < $1.key }).map { "\"\($0.key)\":\($0.value)," }.joined()
+        var s = ""
+        for i in 0..<AggregatorRecord.count where writtenCounts[.at(i)] > 0 {
+            let r = AggregatorRecord.at(i)
+            s += "\"" + r.name + "\":" + String(writtenCounts[r]) + ","
+        }
+        return s
     }
 
     // ------------------------------------------------------------------ records
@@ -334,11 +412,11 @@ public final class Aggregator {
         line.field("tid", Int(tid))
     }
 
-    private func finishRecord(_ type: String) {
+    private func finishRecord(_ type: AggregatorRecord) {
         line.endObject()
         line.endLine()
         pending.append(contentsOf: line.bytes)
-        pendingLines[type, default: 0] += 1
+        pendingLines[type] += 1
         if pending.count >= Aggregator.flushThreshold { writePending() }
     }
 
@@ -346,12 +424,12 @@ public final class Aggregator {
         guard !pending.isEmpty else { return }
         let ok = pending.withUnsafeBytes { sink($0) }
         if ok {
-            written.merge(pendingLines, uniquingKeysWith: +)
+            for i in 0..<AggregatorRecord.count { writtenCounts[.at(i)] += pendingLines[.at(i)] }
         } else {
-            droppedRecords += UInt64(pendingLines.values.reduce(0, +))
+            droppedRecords += UInt64(pendingLines.total)
         }
         pending.removeAll(keepingCapacity: true)
-        pendingLines.removeAll(keepingCapacity: true)
+        pendingLines = RecordCounts()
     }
 
     private func ts(_ mono: UInt64?) -> Int? { mono.map { context.epochMicros($0) } }
@@ -402,7 +480,7 @@ public final class Aggregator {
         line.field("complete", ex.complete)
         if ex.upgraded { line.field("upgraded", true) }
         line.field("error", ex.error)
-        finishRecord("http")
+        finishRecord(.http)
     }
 
     // The index in summaryEntries of the summary `ex` counts in, created if new.
@@ -560,7 +638,7 @@ public final class Aggregator {
         let phase = close?.err_phase ?? (error != 0 ? UInt8(WJ_ERR_CONNECT) : 0)
         line.field("error_phase", error == 0 ? nil : phase == UInt8(WJ_ERR_TLS) ? "tls" : phase == UInt8(WJ_ERR_IO) ? "io" : "connect")
         line.field("open_at_exit", atExit)
-        finishRecord("connection")
+        finishRecord(.connection)
     }
 }
 
