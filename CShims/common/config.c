@@ -179,12 +179,12 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
     if (!envp) return;
     for (; *envp; envp++) {
         const char *e = *envp;
-        if (strncmp(e, "WEDJAT_", 7) != 0) continue;
-        const char *eq = strchr(e, '=');
+        if (!wj_starts_with(e, "WEDJAT_", 7)) continue;
+        const char *eq = wj_strchr(e, '=');
         size_t n = eq ? (size_t)(eq - e) : strlen(e);
         int found = 0;
         for (const char *const *k = known; *k; k++)
-            if (strlen(*k) == n && strncmp(*k, e, n) == 0) { found = 1; break; }
+            if (wj_strnlen(*k, n + 1) == n && wj_starts_with(*k, e, n)) { found = 1; break; }
         if (!found && cfg->warning_count < WJ_MAX_WARNINGS)
             snprintf(cfg->warnings[cfg->warning_count++], WJ_WARNING_LEN,
                      "%.*s: unknown wedjat variable; ignored", (int)(n > 60 ? 60 : n), e);

@@ -115,6 +115,21 @@ const char *wj_strrchr(const char *s, int c) {
     }
 }
 
+const char *wj_strchr(const char *s, int c) {
+    for (;; s++) {
+        if (*s == (char)c) return s;
+        if (!*s) return 0;
+    }
+}
+
+int wj_starts_with(const char *s, const char *prefix, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != prefix[i]) return 0;
+        if (!s[i]) return 1;
+    }
+    return 1;
+}
+
 size_t wj_copy_str(char *dst, size_t cap, const char *src) {
     if (!cap) return 0;
     size_t n = wj_strnlen(src, cap - 1);

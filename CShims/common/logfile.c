@@ -247,7 +247,7 @@ static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const 
 
 static uint64_t count_lines(const char *buf, size_t len) {
     uint64_t n = 0;
-    for (const char *p = buf, *end = buf + len; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
+    for (size_t i = 0; i < len; i++) n += buf[i] == '\n';
     return n;
 }
 

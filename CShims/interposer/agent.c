@@ -83,7 +83,11 @@ static uint64_t exec_failed_mono;
 // each formatted in place (out_room). A short process's whole log is then one page of it,
 // written in one batch.
 #define WJ_RECORD_MAX (64 * 1024)             // the longest line a record may have
-WJ_BIG static char out_buf[3 * WJ_RECORD_MAX];
+// Aligned to a page by hand (an aligned(4096) variable would start all of .bss on a page of
+// its own): a short process's whole output, header included, then stays in one page.
+#define WJ_OUT_SIZE (3 * WJ_RECORD_MAX)
+WJ_BIG static char out_raw[WJ_OUT_SIZE + 4096];
+#define out_buf ((char *)(((uintptr_t)out_raw + 4095) & ~(uintptr_t)4095))
 static size_t out_base;                       // the header's bytes at its start
 static size_t out_len;                        // end of the pending lines (>= out_base)
 
@@ -131,7 +135,7 @@ static void write_out(void) {
 // Room for one record at the end of the pending lines, WJ_RECORD_MAX bytes (the lines so far
 // are written first when less is left). Format there and hand it to append_from: no copy.
 static char *out_room(size_t *cap) {
-    if (sizeof out_buf - out_len < WJ_RECORD_MAX) write_out();
+    if (WJ_OUT_SIZE - out_len < WJ_RECORD_MAX) write_out();
     *cap = WJ_RECORD_MAX;
     return out_buf + out_len;
 }
@@ -139,8 +143,8 @@ static char *out_room(size_t *cap) {
 static void append_from(int type, const char *line, size_t len) {
     if (len == 0) { c_dropped_records++; return; }  // did not fit its buffer: counted, not cut
     if (line != out_buf + out_len) {  // formatted elsewhere: copied
-        if (out_len + len > sizeof out_buf) write_out();
-        if (out_len + len > sizeof out_buf) { c_dropped_records++; return; }
+        if (out_len + len > WJ_OUT_SIZE) write_out();
+        if (out_len + len > WJ_OUT_SIZE) { c_dropped_records++; return; }
         memcpy(out_buf + out_len, line, len);
     }
     out_len += len;

@@ -34,7 +34,7 @@ static void collect_env(void) {
     int n = 0;
     wedjat_env_overflow = 0;
     for (char **e = environ; e && *e; e++) {
-        if ((*e)[0] != 'W' || strncmp(*e, "WEDJAT_", 7) != 0) continue;
+        if ((*e)[0] != 'W' || !wj_starts_with(*e, "WEDJAT_", 7)) continue;
         if (n == WJ_ENV_MAX) { wedjat_env_overflow = 1; break; }
         wedjat_env[n++] = *e;
     }
@@ -45,9 +45,9 @@ static void collect_env(void) {
 static const char *env_lookup(const char *name, void *ctx) {
     (void)ctx;
     if (wedjat_env_overflow) return getenv(name);
-    size_t len = strlen(name);
+    size_t len = wj_strnlen(name, 64);
     for (char **e = wedjat_env; *e; e++)
-        if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+        if (wj_starts_with(*e, name, len) && (*e)[len] == '=') return *e + len + 1;
     return 0;
 }
 

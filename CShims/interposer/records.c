@@ -147,7 +147,7 @@ const char *wj_stat_field(const char *stat, int n) {
     const char *p = wj_strrchr(stat, ')');
     if (!p || n < 3) return 0;
     p++;  // the space before field 3
-    for (int field = 3; field < n && p; field++) p = strchr(p + 1, ' ');
+    for (int field = 3; field < n && p; field++) p = wj_strchr(p + 1, ' ');
     return p ? p + 1 : 0;
 }
 
@@ -240,7 +240,7 @@ void wj_exec_hint_forget(void) {
 }
 
 static char *next_line(char *p) {
-    char *nl = p ? strchr(p, '\n') : 0;
+    char *nl = p ? (char *)wj_strchr(p, '\n') : 0;
     if (!nl) return 0;
     *nl = 0;
     return nl + 1;
@@ -276,7 +276,7 @@ int wj_exec_hint_take(wj_exec_hint *out) {
     char *line2 = next_line(buf), *line3 = next_line(line2), *line4 = next_line(line3);
     if (!line3) return 0;
     next_line(line4);
-    char *space = strchr(buf, ' ');
+    char *space = (char *)wj_strchr(buf, ' ');
     // Same pid and same process start time: written by this very process's previous image.
     if (!space || buf[0] < '0' || buf[0] > '9' || wj_parse_u64(buf, 0) != (uint64_t)wj_proc.pid ||
         wj_parse_u64(space + 1, 0) != wj_proc_start_ticks())
@@ -287,7 +287,7 @@ int wj_exec_hint_take(wj_exec_hint *out) {
     wj_copy_str(out->from, sizeof out->from, line2);
     wj_copy_str(out->parent, sizeof out->parent, line3);
     // The chain's log directory, for an image whose WEDJAT_DIR is the same relative path.
-    char *tab = line4 ? strchr(line4, '\t') : 0;
+    char *tab = line4 ? (char *)wj_strchr(line4, '\t') : 0;
     if (tab) {
         *tab = 0;
         if (tab[1] && tab[1] != '/' && strcmp(tab + 1, wj_proc.config.dir_env) == 0)
@@ -296,20 +296,37 @@ int wj_exec_hint_take(wj_exec_hint *out) {
     return 1;
 }
 
+// ASCII case-insensitive equality (the environment is not the locale's business).
+static int ascii_ieq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+        char y = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
+        if (x != y) return 0;
+        if (!x) return 1;
+    }
+}
+
+static int contains(const char *s, const char *word) {
+    size_t n = wj_strnlen(word, 64);
+    for (; *s; s++)
+        if (wj_starts_with(s, word, n)) return 1;
+    return 0;
+}
+
 // Will the new image load wedjat? Only then is a hint for it worth leaving (one nobody reads
 // would stay behind), and otherwise process_end says why it will not be watched.
 const char *wj_exec_unwatched_reason(const char *target, char *const envp[]) {
     const char *preload = 0;
     int disabled = 0;
     for (char *const *e = envp; e && *e; e++) {
-        if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = *e + 11;
-        else if (strncmp(*e, "WEDJAT_DISABLE=", 15) == 0)
-            disabled = strcmp(*e + 15, "1") == 0 || strcasecmp(*e + 15, "true") == 0 ||
-                       strcasecmp(*e + 15, "yes") == 0 || strcasecmp(*e + 15, "on") == 0;
+        if (wj_starts_with(*e, "LD_PRELOAD=", 11)) preload = *e + 11;
+        else if (wj_starts_with(*e, "WEDJAT_DISABLE=", 15))
+            disabled = ascii_ieq(*e + 15, "1") || ascii_ieq(*e + 15, "true") || ascii_ieq(*e + 15, "yes") ||
+                       ascii_ieq(*e + 15, "on");
     }
-    if (!preload || !strstr(preload, "libwedjat")) return "no_preload";
+    if (!preload || !contains(preload, "libwedjat")) return "no_preload";
     if (disabled) return "disabled";
-    if (!target || !strchr(target, '/')) return 0;  // found on PATH by exec*p: assume dynamic
+    if (!target || !wj_strchr(target, '/')) return 0;  // found on PATH by exec*p: assume dynamic
     // One lookup of the path: the checks go through the open file (by path only when it cannot
     // be read, as an execute-only binary).
     struct stat st;

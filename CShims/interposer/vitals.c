@@ -174,8 +174,8 @@ static void json_unavailable(wj_json *j, const char *key, const char *reason) {
 // Value of "Key:   123 kB" in a /proc status-like text, 0 if absent.
 static uint64_t field_kb(const char *text, const char *key) {
     size_t n = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
-        if (strncmp(p, key, n) == 0 && p[n] == ':') return wj_parse_u64(p + n + 1, 0);
+    for (const char *p = text; p && *p; p = wj_strchr(p, '\n'), p = p ? p + 1 : 0)
+        if (wj_starts_with(p, key, n) && p[n] == ':') return wj_parse_u64(p + n + 1, 0);
     return 0;
 }
 

@@ -160,6 +160,8 @@ size_t wj_copy_str(char *dst, size_t cap, const char *src);
 uint64_t wj_parse_u64(const char *s, const char **end);
 size_t wj_strnlen(const char *s, size_t max);
 const char *wj_strrchr(const char *s, int c);
+const char *wj_strchr(const char *s, int c);
+int wj_starts_with(const char *s, const char *prefix, size_t n);   // strncmp(s, prefix, n) == 0
 
 uint64_t wj_now_ns(void);          // CLOCK_MONOTONIC
 uint64_t wj_realtime_ns(void);     // CLOCK_REALTIME
