@@ -262,6 +262,10 @@ int wj_exec_hint_take(wj_exec_hint *out) {
             if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
                 st.st_uid != euid || (st.st_mode & 077))
                 continue;
+            // An empty directory on tmpfs is 40 bytes (two entries of its nominal 20): no hint
+            // in it, and none can appear for this image (its previous image wrote it before the
+            // exec). The common case, and an open that would fail less.
+            if (st.st_size == 40) break;
         } else {
             hint_dir(dir, sizeof dir, 0);
         }
