@@ -226,7 +226,8 @@ void wj_lc_want_agent_slow(void) {
 void wj_lc_poke_slow(int gated) {
     uint32_t req = atomic_load(&wj_requests);
     if (!(req & WJ_REQ_START) || wj_in_handler()) return;
-    // Only the sampler waits for the gate; the agent and the watchdog are wanted now.
+    // Only the sampler and fork records wait for the gate; the agent and the watchdog are wanted
+    // now.
     if (!(req & (WJ_REQ_AGENT | WJ_REQ_THREAD)) && gated && coarse_now_ns() < thread_gate_ns) return;
     atomic_fetch_and(&wj_requests, ~(uint32_t)WJ_REQ_START);
     wj_lc_facts f;
