@@ -11,17 +11,35 @@ mkdir -p "$out" "$root/.build-lib/static-libs"
 cd "$root"
 
 # --- libwedjat.so (C only: tiny, cheap to load in every process)
+# Layout matters to a short process (docs/PERFORMANCE.md, "Per-process costs"): every page it
+# writes is a page fault. The files whose own arrays would sit between the small state are
+# compiled with -fdata-sections, so that the link (--sort-section=name) puts their variables
+# after it (CShims/common/include/wedjat_common.h, WJ_BIG).
 "$root/scripts/gen-version-script.sh" "$root/.build-lib/wedjat.map"
-${CC:-cc} -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
-  -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer \
-  CShims/common/*.c CShims/interposer/*.c CShims/interposer/*_x86_64.S \
-  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,--no-undefined -Wl,--sort-section=name \
+cflags=(-std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation
+        -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer)
+objdir="$root/.build-lib/obj"
+rm -rf "$objdir"
+mkdir -p "$objdir"
+pids=()
+for src in CShims/common/*.c CShims/interposer/*.c; do
+  extra=()
+  case "$(basename "$src")" in conns.c|signals.c|waits.c) extra=(-fdata-sections) ;; esac
+  ${CC:-cc} "${cflags[@]}" "${extra[@]}" -c "$src" -o "$objdir/$(basename "$src" .c).o" & pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+${CC:-cc} "${cflags[@]}" -shared "$objdir"/*.o CShims/interposer/*_x86_64.S \
+  -Wl,--version-script="$root/.build-lib/wedjat.map" -Wl,-z,relro -Wl,-z,noseparate-code -Wl,--no-undefined \
+  -Wl,--sort-section=name \
   -ldl -lpthread -o "$out/libwedjat.so.tmp"
 mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 
 # --- libwedjat-agent.so (Swift). Dynamic exclusivity checks are off in it: a violation would
 # trap inside the watched program (the debug builds of the unit tests keep them), and they
-# cost the aggregator's per-message path about 5%.
+# cost the aggregator's per-message path about 5%. libgcc is linked statically (its unwinder,
+# hidden like everything but the entry point): libgcc_s.so.1 was one library more to map,
+# relocate and initialise (its constructor runs CPUID) in every process that loads the agent.
+# libm stays a shared library: glibc's libm.a is not position-independent.
 printf '{\n  global: wedjat_agent_init;\n  local: *;\n};\n' > "$root/.build-lib/agent.map"
 ln -sf "$(gcc -print-file-name=libstdc++.a)" "$root/.build-lib/static-libs/libstdc++.a"
 # SwiftPM does not relink when only linker flags change: remove the old product first.
@@ -29,6 +47,7 @@ rm -f "$root/.build-lib/$config/libwedjat-agent.so"
 swift build -c "$config" --scratch-path "$root/.build-lib" --product wedjat-agent --disable-local-rpath \
   -Xswiftc -static-stdlib \
   -Xswiftc -enforce-exclusivity=unchecked \
+  -Xswiftc -Xclang-linker -Xswiftc -static-libgcc \
   -Xswiftc -use-ld=lld \
   -Xlinker --version-script="$root/.build-lib/agent.map" \
   -Xlinker -L"$root/.build-lib/static-libs" \

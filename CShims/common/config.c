@@ -38,8 +38,20 @@ static void int_setting(wj_config *cfg, wj_getenv_fn lookup, void *ctx, const ch
     warn(cfg, name, v, why);
 }
 
+// ASCII case-insensitive equality (strcasecmp consults the locale: its tables are pages a
+// short process would otherwise never touch).
+static int ieq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
+        if (x >= 'A' && x <= 'Z') x = (unsigned char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = (unsigned char)(y - 'A' + 'a');
+        if (x != y) return 0;
+        if (!x) return 1;
+    }
+}
+
 static int is_one_of(const char *v, const char *const *words) {
-    for (; *words; words++) if (strcasecmp(v, *words) == 0) return 1;
+    for (; *words; words++) if (ieq(v, *words)) return 1;
     return 0;
 }
 
@@ -47,8 +59,8 @@ static int is_one_of(const char *v, const char *const *words) {
 static void parse_redact(wj_config *cfg, const char *v) {
     // Empty is not "nothing to redact": turning redaction off takes the word none.
     if (!*v) { warn(cfg, "WEDJAT_REDACT", v, "empty; use none to turn redaction off; using all"); return; }
-    if (strcasecmp(v, "all") == 0) { cfg->redact = WJ_REDACT_ALL; return; }
-    if (strcasecmp(v, "none") == 0) { cfg->redact = 0; return; }
+    if (ieq(v, "all")) { cfg->redact = WJ_REDACT_ALL; return; }
+    if (ieq(v, "none")) { cfg->redact = 0; return; }
     int bits = 0;
     const char *p = v;
     while (*p) {
@@ -69,7 +81,11 @@ static void parse_redact(wj_config *cfg, const char *v) {
 }
 
 void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned uid) {
-    memset(cfg, 0, sizeof *cfg);
+    // Every field is set below; the arrays only as far as they are read (no memset: in a new
+    // process this struct is untouched .bss, and each page written is a page fault).
+    cfg->disabled = 0;
+    cfg->warning_count = 0;
+    cfg->dir_env[0] = 0;
     cfg->argv_mode = WJ_ARGV_REDACT;
     cfg->flush_ms = 200;
     cfg->max_connections = 65536;
@@ -84,7 +100,8 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
     cfg->segment_s = 0;
     cfg->retain_mb = 1024;
     cfg->dir_retain_mb = 0;
-    snprintf(cfg->dir, sizeof cfg->dir, "/tmp/wedjat-%u", uid);
+    memcpy(cfg->dir, "/tmp/wedjat-", 12);
+    wj_fmt_u64(cfg->dir + 12, uid);
 
     static const char *const yes[] = {"1", "true", "yes", "on", 0};
     static const char *const no[] = {"0", "false", "no", "off", "", 0};
@@ -116,9 +133,9 @@ void wj_config_parse(wj_config *cfg, wj_getenv_fn lookup, void *ctx, unsigned ui
 
     v = lookup("WEDJAT_ARGV", ctx);
     if (v) {
-        if (strcasecmp(v, "full") == 0) cfg->argv_mode = WJ_ARGV_FULL;
-        else if (strcasecmp(v, "redact") == 0) cfg->argv_mode = WJ_ARGV_REDACT;
-        else if (strcasecmp(v, "none") == 0) cfg->argv_mode = WJ_ARGV_NONE;
+        if (ieq(v, "full")) cfg->argv_mode = WJ_ARGV_FULL;
+        else if (ieq(v, "redact")) cfg->argv_mode = WJ_ARGV_REDACT;
+        else if (ieq(v, "none")) cfg->argv_mode = WJ_ARGV_NONE;
         else warn(cfg, "WEDJAT_ARGV", v, "expected full, redact or none; using redact");
     }
 
@@ -162,12 +179,12 @@ void wj_config_warn_unknown(wj_config *cfg, char *const *envp) {
     if (!envp) return;
     for (; *envp; envp++) {
         const char *e = *envp;
-        if (strncmp(e, "WEDJAT_", 7) != 0) continue;
-        const char *eq = strchr(e, '=');
+        if (!wj_starts_with(e, "WEDJAT_", 7)) continue;
+        const char *eq = wj_strchr(e, '=');
         size_t n = eq ? (size_t)(eq - e) : strlen(e);
         int found = 0;
         for (const char *const *k = known; *k; k++)
-            if (strlen(*k) == n && strncmp(*k, e, n) == 0) { found = 1; break; }
+            if (wj_strnlen(*k, n + 1) == n && wj_starts_with(*k, e, n)) { found = 1; break; }
         if (!found && cfg->warning_count < WJ_MAX_WARNINGS)
             snprintf(cfg->warnings[cfg->warning_count++], WJ_WARNING_LEN,
                      "%.*s: unknown wedjat variable; ignored", (int)(n > 60 ? 60 : n), e);

@@ -1,4 +1,5 @@
 #include "wedjat_json.h"
+#include "wedjat_common.h"
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -74,19 +75,82 @@ void wj_json_str(wj_json *j, const char *key, const char *value) {
     wj_json_strn(j, key, value, value ? strlen(value) : 0);
 }
 
+size_t wj_fmt_u64(char *out, uint64_t v) {
+    char tmp[24];
+    size_t n = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = 0;
+    return n;
+}
+
+size_t wj_fmt_i64(char *out, int64_t v) {
+    if (v >= 0) return wj_fmt_u64(out, (uint64_t)v);
+    out[0] = '-';
+    return 1 + wj_fmt_u64(out + 1, (uint64_t)0 - (uint64_t)v);
+}
+
+uint64_t wj_parse_u64(const char *s, const char **end) {
+    while (*s == ' ' || *s == '\t') s++;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        uint64_t d = (uint64_t)(*s - '0');
+        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
+    }
+    if (end) *end = s;
+    return v;
+}
+
+size_t wj_strnlen(const char *s, size_t max) {
+    size_t n = 0;
+    while (n < max && s[n]) n++;
+    return n;
+}
+
+const char *wj_strrchr(const char *s, int c) {
+    const char *last = 0;
+    for (;; s++) {
+        if (*s == (char)c) last = s;
+        if (!*s) return last;
+    }
+}
+
+const char *wj_strchr(const char *s, int c) {
+    for (;; s++) {
+        if (*s == (char)c) return s;
+        if (!*s) return 0;
+    }
+}
+
+int wj_starts_with(const char *s, const char *prefix, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != prefix[i]) return 0;
+        if (!s[i]) return 1;
+    }
+    return 1;
+}
+
+size_t wj_copy_str(char *dst, size_t cap, const char *src) {
+    if (!cap) return 0;
+    size_t n = wj_strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
+    return n;
+}
+
 void wj_json_int(wj_json *j, const char *key, int64_t value) {
     char num[24];
-    int n = snprintf(num, sizeof num, "%lld", (long long)value);
+    size_t n = wj_fmt_i64(num, value);
     wj_json_key(j, key);
-    put(j, num, (size_t)n);
+    put(j, num, n);
     j->comma = 1;
 }
 
 void wj_json_uint(wj_json *j, const char *key, uint64_t value) {
     char num[24];
-    int n = snprintf(num, sizeof num, "%llu", (unsigned long long)value);
+    size_t n = wj_fmt_u64(num, value);
     wj_json_key(j, key);
-    put(j, num, (size_t)n);
+    put(j, num, n);
     j->comma = 1;
 }
 

@@ -49,7 +49,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
         // A link is followed only if it is ours and points to a directory of ours: a link
         // someone else planted (the classic attack on a predictable /tmp path) is refused,
         // for root as for anyone.
-        if (st.st_uid != geteuid()) {
+        if (st.st_uid != (uid_t)syscall(SYS_geteuid)) {
             snprintf(why, why_len, "%s is a link owned by uid %u", dir, (unsigned)st.st_uid);
             return 0;
         }
@@ -57,7 +57,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
             snprintf(why, why_len, "%s is a link to something that is not a directory", dir);
             return 0;
         }
-        if (st.st_uid != geteuid()) {
+        if (st.st_uid != (uid_t)syscall(SYS_geteuid)) {
             snprintf(why, why_len, "%s is a link to a directory owned by uid %u", dir, (unsigned)st.st_uid);
             return 0;
         }
@@ -68,7 +68,7 @@ int wj_ensure_dir(const char *dir, char *why, size_t why_len) {
     // for root: being able to write anywhere is no reason to write where others can tamper.
     int others_write = (st.st_mode & 0022) != 0;
     int sticky = (st.st_mode & S_ISVTX) != 0;
-    if ((st.st_uid != geteuid() || others_write) && !sticky) {
+    if ((st.st_uid != (uid_t)syscall(SYS_geteuid) || others_write) && !sticky) {
         snprintf(why, why_len, "%s is writable by others or owned by uid %u", dir, (unsigned)st.st_uid);
         return 0;
     }
@@ -83,15 +83,35 @@ void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len) {
     pthread_mutex_unlock(&lf->lock);
 }
 
+// Sets every field but the arrays, which are read only as far as they are written (no
+// memset: in a new process the struct is untouched .bss, 26 KiB of it the closed segments,
+// and each page written is a page fault).
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes) {
-    memset(lf, 0, sizeof *lf);
     pthread_mutex_init(&lf->lock, NULL);
     atomic_store(&lf->fd, -1);
-    lf->max_bytes = max_bytes;
+    lf->failed = 0;
     lf->pid = wj_sys_getpid();
-    snprintf(lf->path, sizeof lf->path, "%s", path);
-    snprintf(lf->seg.base, sizeof lf->seg.base, "%s", path);
-    lf->seg.pid = lf->pid;
+    lf->dev = lf->ino = lf->size = 0;
+    lf->max_bytes = max_bytes;
+    lf->dropped_writes = lf->dropped_bytes = 0;
+    lf->reopen_count = 0;
+    lf->final_phase = lf->reserve_ok = 0;
+    lf->header = 0;
+    lf->header_len = 0;
+    lf->header_landed = 0;
+    wj_copy_str(lf->path, sizeof lf->path, path);
+    lf->error[0] = 0;
+    wj_segments *sg = &lf->seg;
+    sg->segment_bytes = sg->segment_ns = sg->retain_bytes = sg->dir_retain_bytes = 0;
+    sg->index = 0;
+    sg->started_mono = sg->lines = 0;
+    sg->n_closed = 0;
+    sg->rotation_blocked = 0;
+    sg->removed = sg->removed_unshipped = 0;
+    sg->records_written[0] = sg->records_written[1] = sg->records_written[2] = 0;
+    sg->anchor_mono = sg->anchor_real = 0;
+    sg->pid = lf->pid;
+    wj_copy_str(sg->base, sizeof sg->base, path);
 }
 
 void wj_logfile_set_segments(wj_logfile *lf, uint64_t segment_bytes, uint64_t segment_ns, uint64_t retain_bytes,
@@ -127,8 +147,8 @@ static int open_log(wj_logfile *lf) {
     if (fd < 0) {
         if (!reopen) {
             char dir[WJ_PATH_MAX];
-            snprintf(dir, sizeof dir, "%s", lf->path);
-            char *slash = strrchr(dir, '/');
+            wj_copy_str(dir, sizeof dir, lf->path);
+            char *slash = (char *)wj_strrchr(dir, '/');
             if (slash && slash != dir) {
                 *slash = 0;
                 if (!wj_ensure_dir(dir, lf->error, sizeof lf->error)) { lf->failed = 1; return -1; }
@@ -140,7 +160,7 @@ static int open_log(wj_logfile *lf) {
             // take it if it is a regular file of ours (never someone else's, never a link).
             fd = wj_sys_open(lf->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
             struct stat st;
-            if (fd >= 0 && (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+            if (fd >= 0 && (sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != (uid_t)syscall(SYS_geteuid))) {
                 wj_sys_close(fd);
                 fd = -1;
                 errno = EEXIST;
@@ -227,14 +247,14 @@ static int write_all(wj_logfile *lf, int fd, const char *a, size_t a_len, const 
 
 static uint64_t count_lines(const char *buf, size_t len) {
     uint64_t n = 0;
-    for (const char *p = buf, *end = buf + len; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
+    for (size_t i = 0; i < len; i++) n += buf[i] == '\n';
     return n;
 }
 
 // ---------------------------------------------------------------- segments
 
 static void segment_path(const wj_logfile *lf, int index, char *out, size_t cap) {
-    if (index == 0) { snprintf(out, cap, "%s", lf->seg.base); return; }
+    if (index == 0) { wj_copy_str(out, cap, lf->seg.base); return; }
     size_t n = strlen(lf->seg.base);
     if (n > 7 && strcmp(lf->seg.base + n - 7, ".ndjson") == 0) n -= 7;
     snprintf(out, cap, "%.*s.%d.ndjson", (int)n, lf->seg.base, index);
@@ -257,9 +277,16 @@ static void write_own(wj_logfile *lf, int fd, const char *line, size_t len, int 
 
 // The header of segment n: process_start as the caller gave it, with the segment's number and
 // start in it (every segment can be read alone).
-static size_t segment_fields(const wj_logfile *lf, char *buf, size_t cap) {
-    return (size_t)snprintf(buf, cap, ",\"segment\":%d,\"segment_start_ts\":%lld}\n", lf->seg.index,
-                            (long long)epoch_us(lf, lf->seg.started_mono));
+static size_t segment_fields(const wj_logfile *lf, char *buf, size_t cap) {   // cap >= 96
+    (void)cap;
+    size_t n = 0;
+    memcpy(buf, ",\"segment\":", 11);
+    n = 11 + wj_fmt_i64(buf + 11, lf->seg.index);
+    memcpy(buf + n, ",\"segment_start_ts\":", 20);
+    n += 20;
+    n += wj_fmt_i64(buf + n, epoch_us(lf, lf->seg.started_mono));
+    memcpy(buf + n, "}\n", 3);
+    return n + 2;
 }
 
 static int write_header_and(wj_logfile *lf, int fd, const char *buf, size_t len) {
@@ -299,7 +326,7 @@ static int shipped(const wj_logfile *lf, int index, int *shipping_on) {
 static uint64_t dir_bytes(const char *dir) {
     int fd = wj_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0) return 0;
-    static char dents[16384];
+    WJ_COLD static char dents[16384];
     uint64_t total = 0;
     for (;;) {
         long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
@@ -364,7 +391,7 @@ static void apply_retention(wj_logfile *lf, int fd) {
     if (!n_removed) return;
     sg->removed += (uint64_t)n_removed;
     sg->removed_unshipped += (uint64_t)unshipped;
-    static char line[8 * WJ_PATH_MAX + 512];
+    WJ_COLD static char line[8 * WJ_PATH_MAX + 512];
     wj_json j;
     wj_json_init(&j, line, sizeof line);
     record_head(lf, &j, "segments_removed");
@@ -395,7 +422,7 @@ static int rotate(wj_logfile *lf, int fd) {
             char why[WJ_WARNING_LEN + 64];
             snprintf(why, sizeof why, "no new log segment: cannot create %.200s: %s; this segment goes on up to "
                      "WEDJAT_LOG_MAX_MB", next, strerror(errno));
-            static char line[1024];
+            WJ_COLD static char line[1024];
             wj_json j;
             wj_json_init(&j, line, sizeof line);
             record_head(lf, &j, "warning");
@@ -407,7 +434,7 @@ static int rotate(wj_logfile *lf, int fd) {
         }
         return 0;
     }
-    static char end_line[WJ_PATH_MAX + 256];
+    WJ_COLD static char end_line[WJ_PATH_MAX + 256];
     wj_json j;
     wj_json_init(&j, end_line, sizeof end_line);
     record_head(lf, &j, "segment_end");
@@ -426,7 +453,7 @@ static int rotate(wj_logfile *lf, int fd) {
     sg->index++;
     sg->started_mono = wj_now_ns();
     sg->lines = 0;
-    snprintf(lf->path, sizeof lf->path, "%s", next);
+    wj_copy_str(lf->path, sizeof lf->path, next);
     struct stat st;
     if (sys_fstat(nfd, &st) == 0) {
         lf->dev = (uint64_t)st.st_dev;
@@ -450,66 +477,83 @@ static void drop(wj_logfile *lf, size_t len) {
     lf->dropped_bytes += len;
 }
 
-int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
-    int saved_errno = errno;
-    int ok = 0;
-    pthread_mutex_lock(&lf->lock);
-    if (lf->failed || len == 0) { if (len) drop(lf, len); goto out; }
+enum { WR_FAILED = -1, WR_NO_ROOM = 0, WR_OK = 1 };
+
+// One batch, under the lock; drops are counted by the callers. `final`: the batch may use the
+// room kept for process_end.
+static int write_locked(wj_logfile *lf, const char *buf, size_t len, int final) {
+    if (lf->failed || len == 0) return WR_FAILED;
     int fd = atomic_load(&lf->fd);
     if (fd >= 0 && !still_ours(lf, fd)) {
         atomic_store(&lf->fd, -1);
         fd = -1;
     }
     if (fd < 0) fd = open_log(lf);
-    if (fd < 0) { drop(lf, len); goto out; }
+    if (fd < 0) return WR_FAILED;
     if (!lf->seg.started_mono) lf->seg.started_mono = wj_now_ns();
     if (rotation_due(lf, len) && rotate(lf, fd)) {
         fd = atomic_load(&lf->fd);
         // The header and the next lines first, then what retention removed.
-        if (!write_header_and(lf, fd, buf, len)) { drop(lf, len); goto out; }
+        if (!write_header_and(lf, fd, buf, len)) return WR_FAILED;
         apply_retention(lf, fd);
-        ok = 1;
-        goto out;
+        return WR_OK;
     }
 
     struct rlimit fs;
     uint64_t limit = lf->max_bytes;
-    if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY && (uint64_t)fs.rlim_cur < limit)
+    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY && (uint64_t)fs.rlim_cur < limit)
         limit = (uint64_t)fs.rlim_cur;  // past it the kernel would send SIGXFSZ to the app
     // The last 1/16 (at most 64 KiB) is kept for process_end: a full log still says how the
     // process ended and what was dropped.
     uint64_t reserve = limit / 16 < 65536 ? limit / 16 : 65536;
-    if (!lf->final_phase) limit -= reserve;
-    if (lf->size + len > limit) { drop(lf, len); goto out; }
+    if (!final) limit -= reserve;
+    if (lf->size + len > limit) return WR_NO_ROOM;
     // The same for the file system: the last WJ_FS_RESERVE bytes free on it are left for
     // process_end, so a log on a full disk still ends properly once a little space came back.
     // (f_blocks 0: no size limit, e.g. an unbounded tmpfs.)
-    if (!lf->final_phase && !lf->reserve_ok) {
+    if (!final && !lf->reserve_ok) {
         struct statfs fs;
         if (syscall(SYS_fstatfs, fd, &fs) == 0 && fs.f_blocks > 0 &&
-            (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize < len + WJ_FS_RESERVE) {
-            drop(lf, len);
-            goto out;
-        }
+            (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize < len + WJ_FS_RESERVE)
+            return WR_NO_ROOM;
     }
 
     // Every file begins with its header (process_start): a file created anew (the old one was
     // moved or deleted), emptied by someone, or whose first write failed gets it first.
     if (lf->header && (!lf->header_landed || lf->size == 0)) {
-        if (lf->size + lf->header_len + len > limit || !write_header_and(lf, fd, buf, len)) {
-            drop(lf, len);
-            goto out;
-        }
-        ok = 1;
-        goto out;
+        if (lf->size + lf->header_len + len > limit) return WR_NO_ROOM;
+        return write_header_and(lf, fd, buf, len) ? WR_OK : WR_FAILED;
     }
-    if (write_all(lf, fd, buf, len, 0, 0)) {
+    if (!write_all(lf, fd, buf, len, 0, 0)) return WR_FAILED;
+    lf->seg.lines += count_lines(buf, len);
+    return WR_OK;
+}
+
+int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len) {
+    int saved_errno = errno;
+    pthread_mutex_lock(&lf->lock);
+    int ok = write_locked(lf, buf, len, lf->final_phase) == WR_OK;
+    if (!ok && len) drop(lf, len);
+    pthread_mutex_unlock(&lf->lock);
+    errno = saved_errno;
+    return ok;
+}
+
+int wj_logfile_write_final(wj_logfile *lf, const char *buf, size_t len, size_t tail) {
+    int saved_errno = errno;
+    if (tail > len) tail = len;
+    pthread_mutex_lock(&lf->lock);
+    int r = write_locked(lf, buf, len, 0), ok = r == WR_OK;
+    if (r == WR_NO_ROOM) {
+        // Not all of it outside the reserve: the lines before process_end as usual, then
+        // process_end, which may use the reserve.
+        size_t head = len - tail;
         ok = 1;
-        lf->seg.lines += count_lines(buf, len);
-    } else {
+        if (head && write_locked(lf, buf, head, 0) != WR_OK) { drop(lf, head); ok = 0; }
+        if (write_locked(lf, buf + head, tail, 1) != WR_OK) { drop(lf, tail); ok = 0; }
+    } else if (!ok && len) {
         drop(lf, len);
     }
-out:
     pthread_mutex_unlock(&lf->lock);
     errno = saved_errno;
     return ok;

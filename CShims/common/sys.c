@@ -79,10 +79,14 @@ long wj_read_file(const char *path, char *buf, size_t cap) {
     if (fd < 0) { errno = saved; return -1; }
     size_t used = 0;
     while (used + 1 < cap) {
-        long n = wj_sys_read(fd, buf + used, cap - 1 - used);
+        size_t want = cap - 1 - used;
+        long n = wj_sys_read(fd, buf + used, want);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         used += (size_t)n;
+        // Short: the end. /proc and sysfs files give all they have in one read when it fits
+        // (a regular file too), so the read that would return 0 is not made.
+        if ((size_t)n < want) break;
     }
     buf[used] = 0;
     wj_sys_close(fd);

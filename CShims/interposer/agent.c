@@ -68,7 +68,7 @@ static int agent_lib_state;               // 0 not tried, 1 loaded, -1 failed fo
 static wj_agent_ops agent_ops;
 static wj_agent_api agent_api;
 static uint64_t events_without_agent;     // network events no aggregator could take
-static char agent_error[256];
+WJ_COLD static char agent_error[256];
 static int agent_error_reported;
 
 // Records written by C and the output buffer they go through (under agent_lock only).
@@ -76,13 +76,21 @@ static uint64_t c_written[WJ_REC_TYPES], c_pending[WJ_REC_TYPES];
 static uint64_t c_dropped_records;
 static uint64_t reported_drop_events, reported_drop_records;
 static int start_written;
-static wj_exec_hint exec_hint;
+static int forked_image;                  // this image began with fork(), not exec: no exec hint
 static int exec_failed_tid;               // an exec that failed, to record at the next flush
 static uint64_t exec_failed_mono;
-WJ_BIG static char out_buf[64 * 1024];
-static size_t out_len;
-WJ_BIG static char line_buf[64 * 1024];
-WJ_BIG static char start_line[64 * 1024];
+// The output buffer. Its start holds the image's header (process_start), kept there for the log
+// writer, which writes it first into every file; then come the lines of the current flush,
+// each formatted in place (out_room). A short process's whole log is then one page of it,
+// written in one batch.
+#define WJ_RECORD_MAX (64 * 1024)             // the longest line a record may have
+// Aligned to a page by hand (an aligned(4096) variable would start all of .bss on a page of
+// its own): a short process's whole output, header included, then stays in one page.
+#define WJ_OUT_SIZE (3 * WJ_RECORD_MAX)
+WJ_BIG static char out_raw[WJ_OUT_SIZE + 4096];
+#define out_buf ((char *)(((uintptr_t)out_raw + 4095) & ~(uintptr_t)4095))
+static size_t out_base;                       // the header's bytes at its start
+static size_t out_len;                        // end of the pending lines (>= out_base)
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, 0, 0);
@@ -112,32 +120,57 @@ static void set_and_wake(_Atomic uint32_t *word) {
 
 // ---------------------------------------------------------------- output
 
-static void write_out(void) {
-    if (!out_len) return;
-    int ok = wj_logfile_write(&wj_proc.log, out_buf, out_len);
+static void written(int ok) {
     for (int t = 0; t < WJ_REC_TYPES; t++) {
         if (ok) c_written[t] += c_pending[t]; else c_dropped_records += c_pending[t];
         c_pending[t] = 0;
     }
-    out_len = 0;
+    out_len = out_base;
+}
+
+static void write_out(void) {
+    if (out_len == out_base) return;
+    written(wj_logfile_write(&wj_proc.log, out_buf + out_base, out_len - out_base));
+}
+
+// Room for one record at the end of the pending lines, WJ_RECORD_MAX bytes (the lines so far
+// are written first when less is left). Format there and hand it to append_from: no copy.
+static char *out_room(size_t *cap) {
+    if (WJ_OUT_SIZE - out_len < WJ_RECORD_MAX) write_out();
+    *cap = WJ_RECORD_MAX;
+    return out_buf + out_len;
 }
 
 static void append_from(int type, const char *line, size_t len) {
     if (len == 0) { c_dropped_records++; return; }  // did not fit its buffer: counted, not cut
-    if (out_len + len > sizeof out_buf) write_out();
-    memcpy(out_buf + out_len, line, len);
+    if (line != out_buf + out_len) {  // formatted elsewhere: copied
+        if (out_len + len > WJ_OUT_SIZE) write_out();
+        if (out_len + len > WJ_OUT_SIZE) { c_dropped_records++; return; }
+        memcpy(out_buf + out_len, line, len);
+    }
     out_len += len;
     c_pending[type]++;
 }
 
-static void append(int type, size_t len) { append_from(type, line_buf, len); }
+// The C side's own records, formatted in place: FORMAT is a call with `buf_, cap_` in it.
+#define APPEND(type, FORMAT)                        \
+    do {                                            \
+        size_t cap_;                                \
+        char *buf_ = out_room(&cap_);               \
+        append_from((type), buf_, (FORMAT));        \
+    } while (0)
 
 static void out_line(void *ctx, int type, const char *line, size_t len) {
     (void)ctx;
     append_from(type, line, len);
 }
 
-static const wj_out component_out = {out_line, 0};
+static char *out_room_for(void *ctx, size_t *cap) {
+    (void)ctx;
+    return out_room(cap);
+}
+
+static const wj_out component_out = {out_line, out_room_for, 0};
 
 // ---------------------------------------------------------------- the Swift aggregator
 
@@ -155,7 +188,10 @@ static int ensure_agent_library(void) {
     const char *slash = strrchr(info.dli_fname, '/');
     int dir_len = slash ? (int)(slash - info.dli_fname) : 1;
     snprintf(path, sizeof path, "%.*s/%s", dir_len, slash ? info.dli_fname : ".", WJ_AGENT_LIBRARY);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    // Lazy binding: of its ~150 imported functions a process's aggregator calls a third, each
+    // bound at its first call, instead of all looked up through the host's every library at
+    // load (about 0.1 ms). A missing symbol version still fails the dlopen itself.
+    void *handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
     if (!handle) {
         const char *why = dlerror();
         snprintf(agent_error, sizeof agent_error, "cannot load %.120s: %.110s", path, why ? why : "unknown error");
@@ -243,17 +279,29 @@ static void ensure_header(void) {
     if (start_written) return;
     start_written = 1;
     warn_config_once();
-    if (wj_exec_hint_take(&exec_hint)) {
+    wj_exec_hint exec_hint;   // on the stack: only its strings' first bytes are touched
+    exec_hint.from[0] = exec_hint.parent[0] = exec_hint.dir[0] = 0;
+    exec_hint.exec_mono = 0;
+    // A forked child is a new process: no earlier image of it could have left a hint.
+    if (!forked_image && wj_exec_hint_take(&exec_hint)) {
         if (exec_hint.exec_mono) wj_vitals_exec_called(exec_hint.exec_mono);
         if (exec_hint.dir[0] && strcmp(exec_hint.dir, wj_proc.config.dir) != 0) {
             // A relative WEDJAT_DIR after a chdir: the chain's directory, resolved by its first image.
-            snprintf(wj_proc.config.dir, sizeof wj_proc.config.dir, "%s", exec_hint.dir);
+            wj_copy_str(wj_proc.config.dir, sizeof wj_proc.config.dir, exec_hint.dir);
             wj_process_new_identity_path();
         }
     }
-    size_t len = wj_format_process_start(start_line, sizeof start_line, &exec_hint);
-    if (len) wj_logfile_set_header(&wj_proc.log, start_line, len);
-    else c_dropped_records++;
+    // At the start of the output buffer (nothing is pending yet: the header is the image's first
+    // line, formatted before any other).
+    write_out();
+    out_base = out_len = 0;
+    size_t len = wj_format_process_start(out_buf, WJ_RECORD_MAX, &exec_hint);
+    if (len) {
+        out_base = out_len = len;
+        wj_logfile_set_header(&wj_proc.log, out_buf, len);
+    } else {
+        c_dropped_records++;
+    }
 }
 
 // Drain the rings and write everything that is ready. Called with agent_lock held.
@@ -262,7 +310,7 @@ static void flush_locked(const wj_round *r) {
     // Connections still open: what their HTTP framers hold is handed over before the drain.
     if (r->final) wj_framing_end_all(r->now);
     if (exec_failed_tid) {
-        append(WJ_REC_EXEC_FAILED, wj_format_exec_failed(line_buf, sizeof line_buf, exec_failed_mono, exec_failed_tid));
+        APPEND(WJ_REC_EXEC_FAILED, wj_format_exec_failed(buf_, cap_, exec_failed_mono, exec_failed_tid));
         exec_failed_tid = 0;
     }
     // The rings, merged in time order: a connection names the host its address was resolved
@@ -272,9 +320,9 @@ static void flush_locked(const wj_round *r) {
     // an event depends on (a close on its connection's bytes, an open on its lookup) was
     // pushed before it, so it is visible to the polls that follow. (Bytes that outrun their
     // open event are kept by the aggregator until it comes.)
-    static wj_event ev;
-    static wj_dns_event dns;
-    static wj_payload payload;
+    WJ_COLD static wj_event ev;
+    WJ_COLD static wj_dns_event dns;
+    WJ_COLD static wj_payload payload;
     int have_ev = 0, have_payload = 0, have_dns = 0;
     unsigned handled = 0;
     for (;;) {
@@ -310,7 +358,7 @@ static void flush_locked(const wj_round *r) {
         if (!ev.kind) {
             // an abandoned slot
         } else if (ev.kind == WJ_EV_FORK) {
-            append(WJ_REC_FORK, wj_format_fork(line_buf, sizeof line_buf, &ev));
+            APPEND(WJ_REC_FORK, wj_format_fork(buf_, cap_, &ev));
         } else if (ensure_agent_library()) {
             // The aggregator writes on its own when its buffer fills: our lines (process_start
             // first of all) must be in the file before.
@@ -328,7 +376,7 @@ static void flush_locked(const wj_round *r) {
                  (unsigned long long)events_without_agent);
     if ((agent_lib_state < 0 || events_without_agent) && agent_error[0] && !agent_error_reported) {
         agent_error_reported = 1;
-        append(WJ_REC_WARNING, wj_format_warning(line_buf, sizeof line_buf, wj_now_ns(), "aggregator", agent_error));
+        APPEND(WJ_REC_WARNING, wj_format_warning(buf_, cap_, wj_now_ns(), "aggregator", agent_error));
     }
     for (size_t i = 0; i < N_COMPONENTS; i++)
         if (components[i]->collect) components[i]->collect(r, &component_out);
@@ -349,7 +397,7 @@ static void flush_locked(const wj_round *r) {
         // What was lost is told even on a nearly full disk: the drops line may use the room
         // kept there for process_end (it is small, and written once per change).
         write_out();
-        append(WJ_REC_DROPS, wj_format_drops(line_buf, sizeof line_buf, now, drop_events, drop_records));
+        APPEND(WJ_REC_DROPS, wj_format_drops(buf_, cap_, now, drop_events, drop_records));
         wj_proc.log.reserve_ok = 1;
         write_out();
         wj_proc.log.reserve_ok = 0;
@@ -366,10 +414,19 @@ static void flush_locked(const wj_round *r) {
         c_written[WJ_REC_SEGMENT_END] = wj_proc.log.seg.records_written[0];
         c_written[WJ_REC_SEGMENTS_REMOVED] = wj_proc.log.seg.records_written[1];
         c_written[WJ_REC_WARNING] += wj_proc.log.seg.records_written[2];
-        for (int t = 0; t < WJ_REC_TYPES; t++)
-            if (c_written[t] + c_pending[t] && n < sizeof counts)
-                n += (size_t)snprintf(counts + n, sizeof counts - n, "\"%s\":%llu,", wj_record_type_names[t],
-                                      (unsigned long long)(c_written[t] + c_pending[t]));
+        for (int t = 0; t < WJ_REC_TYPES; t++) {
+            if (!(c_written[t] + c_pending[t])) continue;
+            size_t name_len = strlen(wj_record_type_names[t]);
+            if (n + name_len + 28 >= sizeof counts) break;
+            counts[n++] = '"';
+            memcpy(counts + n, wj_record_type_names[t], name_len);
+            n += name_len;
+            counts[n++] = '"';
+            counts[n++] = ':';
+            n += wj_fmt_u64(counts + n, c_written[t] + c_pending[t]);
+            counts[n++] = ',';
+            counts[n] = 0;
+        }
         if (n && n < sizeof counts && counts[n - 1] == ',') counts[--n] = 0;
         wj_end_counts ec = {
             .records = counts,
@@ -382,10 +439,20 @@ static void flush_locked(const wj_round *r) {
         };
         if (wj_proc.end_reason == WJ_END_EXEC)
             ec.exec_unwatched = wj_exec_unwatched_reason(final_request.exec_target, final_request.exec_envp);
-        write_out();
+        // process_end goes with the lines before it: one write (the writer splits the batch when
+        // only process_end may use the room kept for it).
+        size_t cap;
+        char *buf = out_room(&cap);
+        size_t len = wj_format_process_end(buf, cap, now, final_request.tid, &ec);
+        if (len) {
+            out_len += len;
+            c_pending[WJ_REC_END]++;
+            written(wj_logfile_write_final(&wj_proc.log, out_buf + out_base, out_len - out_base, len));
+        } else {
+            c_dropped_records++;
+            write_out();
+        }
         wj_proc.log.final_phase = 1;
-        append(WJ_REC_END, wj_format_process_end(line_buf, sizeof line_buf, now, final_request.tid, &ec));
-        write_out();
         if (wj_proc.end_reason == WJ_END_EXEC && !ec.exec_unwatched) wj_exec_hint_leave(wj_proc.config.dir_env);
         return;
     }
@@ -443,7 +510,7 @@ static int last_thread_standing(void) {
 
 static wj_round round_now(int final) {
     wj_round r = {.now = wj_now_ns(), .agent_tid = atomic_load(&agent_tid), .agent_threads = atomic_load(&live_threads),
-                  .final = final, .app_table_fds = 0};
+                  .final = final, .log_in_app_table = 0};
     return r;
 }
 
@@ -643,9 +710,9 @@ void wj_agent_final_here(const wj_final *f) {
     wj_round r = round_now(1);
     r.agent_tid = 0;
     r.agent_threads = 0;
-    // The log is created in the app's table for this moment (nothing else of the app runs).
-    wj_logfile_open_now(&wj_proc.log);
-    r.app_table_fds = wj_logfile_fd(&wj_proc.log) >= 0;
+    // The log is created in the app's table for this moment (nothing else of the app runs), by
+    // the flush's first write (a file opened just before would be checked again before it).
+    r.log_in_app_table = 1;
     flush_locked(&r);
     wj_logfile_close(&wj_proc.log);
     pthread_mutex_unlock(&agent_lock);
@@ -695,6 +762,7 @@ void wj_agent_fork_parent(void) {
 }
 
 void wj_agent_fork_child(void) {
+    forked_image = 1;
     pthread_mutex_init(&agent_lock, 0);
     atomic_store(&fork_waiters, 0);
     atomic_store(&role, WJ_ROLE_NONE);   // threads do not survive fork
@@ -712,8 +780,7 @@ void wj_agent_fork_child(void) {
     agent_error_reported = 0;
     if (agent_lib_state < 0) agent_lib_state = 0;
     start_written = 0;
-    memset(&exec_hint, 0, sizeof exec_hint);
-    out_len = 0;
+    out_base = out_len = 0;
     // The agent library stays mapped; it notices the new generation and starts afresh.
 }
 

@@ -9,8 +9,12 @@
 
 // Where a producer's records go: the agent's output buffer, counted by record type
 // (records.h WJ_REC_*). `len` 0 means the record did not fit its buffer: counted as dropped.
+// A record may also be formatted in place: `room` gives the buffer where the next line will
+// be (at most *cap bytes, 64 KiB), and `line` with that pointer takes it without a copy. Call
+// `line` before asking for room again.
 typedef struct wj_out {
     void (*line)(void *ctx, int type, const char *line, size_t len);
+    char *(*room)(void *ctx, size_t *cap);
     void *ctx;
 } wj_out;
 
@@ -20,8 +24,8 @@ typedef struct wj_round {
     int agent_tid;         // wedjat's thread (0: the final flush runs on an ending thread)
     int agent_threads;     // wedjat threads alive in the process
     int final;             // the image's last collection
-    int app_table_fds;     // wedjat fds open in the app's fd table right now (the final flush
-                           // of a process without wedjat's thread): not the app's to count
+    int log_in_app_table;  // the log's fd, when open, is in the app's fd table (the final
+                           // flush of a process without wedjat's thread): not the app's to count
 } wj_round;
 
 typedef struct wj_component {

@@ -66,10 +66,10 @@ pid_t wj_hook_fork(void) {
         ev.t_start = ev.t_end = wj_now_ns();
         ev.a = (uint64_t)pid;
         wj_push(&ev);
-        wj_request(WJ_REQ_THREAD);   // a fork record: the thread (not the aggregator) writes it
+        wj_request(WJ_REQ_FORKS);   // a fork record: the thread (not the aggregator) writes it
     }
     pthread_sigmask(SIG_SETMASK, &old, 0);
-    if (pid > 0) wj_lc_poke(0);
+    if (pid > 0) wj_lc_poke(1);   // gated like plain I/O (lifecycle.c, WJ_REQ_FORKS)
     errno = err;
     return pid;
 }

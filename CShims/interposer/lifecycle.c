@@ -6,6 +6,7 @@
 #include "context.h"
 #include "events.h"
 #include "process.h"
+#include "real.h"
 #include "records.h"
 #include <errno.h>
 #include <pthread.h>
@@ -82,6 +83,8 @@ static void thread_did_not_start(void) {
 
 static void atfork_prepare(void) {
     if (wj_run_state != WJ_RUN_RECORDING) return;
+    // Only while no other thread exists: dlsym takes the loader's lock.
+    if (__libc_single_threaded) wj_real_warm_for_children();
     wj_agent_fork_prepare();
 }
 
@@ -121,10 +124,8 @@ static void reset_child(void) {
     atomic_store(&wj_requests, 0);
     // A child that lives on (a daemon, a worker) is watched too, from its first wait, sleep or
     // I/O call past the gate; one that execs soon never starts the thread.
-    if (wj_proc.config.sample_ms > 0) {
-        thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
-        wj_request(WJ_REQ_SAMPLER);
-    }
+    thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
+    if (wj_proc.config.sample_ms > 0) wj_request(WJ_REQ_SAMPLER);
 }
 
 // ---------------------------------------------------------------- actions
@@ -133,7 +134,7 @@ static void final_here(const wj_final *final) {
     // Nothing else of the app may run while wedjat's fds are in its table: this thread is the
     // only one (the transition made sure), and no signal handler may interrupt it.
     sigset_t all, old;
-    sigfillset(&all);
+    memset(&all, 0xff, sizeof all);   // sigfillset (pthread_sigmask leaves glibc's own signals out)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     wj_guard_take();
     wj_agent_final_here(final);
@@ -145,10 +146,8 @@ static void perform(unsigned a, wj_lc_state next, const wj_final *final) {
     if (a & WJ_LC_DO_RESET_CHILD) reset_child();
     if (a & WJ_LC_DO_MAIN) {
         wj_components_main_entered();
-        if (wj_proc.config.sample_ms > 0) {
-            thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
-            wj_request(WJ_REQ_SAMPLER);
-        }
+        thread_gate_ns = coarse_now_ns() + WJ_THREAD_GATE_MS * 1000000ull;
+        if (wj_proc.config.sample_ms > 0) wj_request(WJ_REQ_SAMPLER);
     }
     if (a & (WJ_LC_DO_START_SAMPLER | WJ_LC_DO_START_AGENT | WJ_LC_DO_RESTART)) {
         int role = (a & WJ_LC_DO_START_AGENT) || next == WJ_LC_RUNNING ? WJ_ROLE_FULL : WJ_ROLE_SAMPLER;
@@ -192,11 +191,11 @@ int wj_lc_init(void) {
     wj_context_pid = (int)syscall(SYS_getpid);
     // Threads made before wedjat initialised (another library's constructor).
     atomic_store(&app_made_threads, __libc_single_threaded == 0);
-    wj_events_init();
     wj_lc_facts f;
     memset(&f, 0, sizeof f);
     f.disabled = !wj_process_configure();
     if (!f.disabled) {
+        wj_events_init();
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         wj_components_init();
     }
@@ -228,7 +227,8 @@ void wj_lc_want_agent_slow(void) {
 void wj_lc_poke_slow(int gated) {
     uint32_t req = atomic_load(&wj_requests);
     if (!(req & WJ_REQ_START) || wj_in_handler()) return;
-    // Only the sampler waits for the gate; the agent and the watchdog are wanted now.
+    // Only the sampler and fork records wait for the gate; the agent and the watchdog are wanted
+    // now.
     if (!(req & (WJ_REQ_AGENT | WJ_REQ_THREAD)) && gated && coarse_now_ns() < thread_gate_ns) return;
     atomic_fetch_and(&wj_requests, ~(uint32_t)WJ_REQ_START);
     wj_lc_facts f;
@@ -236,7 +236,12 @@ void wj_lc_poke_slow(int gated) {
     if (req & WJ_REQ_AGENT) fire(WJ_LC_WANT_AGENT, &f, 0);
     // The sampler only when sampling is on; the watchdog (stall detection) asks for the thread
     // even when it is off.
-    if ((req & WJ_REQ_THREAD) || ((req & WJ_REQ_SAMPLER) && wj_proc.config.sample_ms > 0)) fire(WJ_LC_WANT_THREAD, &f, 0);
+    // Fork records too, once past the gate: a process that forks and ends within 20 ms (a
+    // shell's pipeline, a build step) writes them in its final flush instead. Its children
+    // then fork from a single-threaded process: glibc's fork skips the work a multi-threaded
+    // parent needs (locks, and pages touched in every child).
+    if ((req & (WJ_REQ_THREAD | WJ_REQ_FORKS)) || ((req & WJ_REQ_SAMPLER) && wj_proc.config.sample_ms > 0))
+        fire(WJ_LC_WANT_THREAD, &f, 0);
 }
 
 void wj_lc_main_thread_exits(void) {
@@ -263,7 +268,7 @@ void wj_lc_end(int reason, int status, int has_status, const char *exec_target, 
     wj_lc_state s = wj_lc_state_now();
     if (s >= WJ_LC_ENDING || s == WJ_LC_OFF || s == WJ_LC_LOADED) return;
     if (wj_proc.end_reason == WJ_END_NONE || reason == WJ_END_EXEC) wj_proc.end_reason = reason;
-    if (reason == WJ_END_EXEC) snprintf(wj_proc.exec_target, sizeof wj_proc.exec_target, "%s", exec_target ? exec_target : "");
+    if (reason == WJ_END_EXEC) wj_copy_str(wj_proc.exec_target, sizeof wj_proc.exec_target, exec_target ? exec_target : "");
     role_before_end = wj_agent_role();
     ending_tid = wj_gettid();
     wj_final final = {ending_tid, exec_target, exec_envp};

@@ -93,7 +93,7 @@ static inline void wj_lc_want_agent(void) {
 }
 // Any hook may grant a wish kept for later (a thread to start): one relaxed load until then.
 // `gated`: an I/O call, which starts the sampler only once the process lived 20 ms.
-#define WJ_REQ_START (WJ_REQ_AGENT | WJ_REQ_SAMPLER | WJ_REQ_THREAD)
+#define WJ_REQ_START (WJ_REQ_AGENT | WJ_REQ_SAMPLER | WJ_REQ_THREAD | WJ_REQ_FORKS)
 WJ_HIDDEN void wj_lc_poke_slow(int gated);
 static inline void wj_lc_poke(int gated) {
     if (WJ_UNLIKELY(atomic_load_explicit(&wj_requests, memory_order_relaxed) & WJ_REQ_START)) wj_lc_poke_slow(gated);

@@ -9,7 +9,9 @@
 #include <unistd.h>
 #include "sys_raw.h"
 
-wj_process wj_proc = {.log = {.fd = -1}};
+// In .bss (log.fd is set to -1 when the image is configured): its pages cost a short process
+// nothing until they are written, and only the first ones are (wedjat_agent_api.h).
+WJ_HOT_TAIL wj_process wj_proc;
 
 const char *wj_errno_name(int err) {
     const char *n = strerrorname_np(err);
@@ -21,13 +23,36 @@ int64_t wj_epoch_us(uint64_t mono_ns) {
     return ((int64_t)wj_proc.init_real_ns + delta) / 1000;
 }
 
+// The WEDJAT_* entries of the environment, found in one pass (the configuration looks up
+// about twenty names: twenty scans of the whole environment with getenv). NULL-terminated.
+#define WJ_ENV_MAX 32
+static char *wedjat_env[WJ_ENV_MAX + 1];
+static int wedjat_env_overflow;
+
+static void collect_env(void) {
+    extern char **environ;
+    int n = 0;
+    wedjat_env_overflow = 0;
+    for (char **e = environ; e && *e; e++) {
+        if ((*e)[0] != 'W' || !wj_starts_with(*e, "WEDJAT_", 7)) continue;
+        if (n == WJ_ENV_MAX) { wedjat_env_overflow = 1; break; }
+        wedjat_env[n++] = *e;
+    }
+    wedjat_env[n] = 0;
+}
+
+// getenv(name), for WEDJAT_* names: the first entry, as getenv finds it.
 static const char *env_lookup(const char *name, void *ctx) {
     (void)ctx;
-    return getenv(name);
+    if (wedjat_env_overflow) return getenv(name);
+    size_t len = wj_strnlen(name, 64);
+    for (char **e = wedjat_env; *e; e++)
+        if (wj_starts_with(*e, name, len) && (*e)[len] == '=') return *e + len + 1;
+    return 0;
 }
 
 static void sanitize_prog(char *out, size_t cap, const char *exe) {
-    const char *base = strrchr(exe, '/');
+    const char *base = wj_strrchr(exe, '/');
     base = base ? base + 1 : exe;
     size_t n = 0;
     for (; *base && n + 1 < cap && n < 32; base++)
@@ -40,8 +65,16 @@ static void sanitize_prog(char *out, size_t cap, const char *exe) {
 void wj_process_new_identity_path(void) {
     const char *header = wj_proc.log.header;
     size_t header_len = wj_proc.log.header_len;
-    snprintf(wj_proc.log_path, sizeof wj_proc.log_path, "%s/%s.%d.%llu.ndjson", wj_proc.config.dir,
-             wj_proc.prog, wj_proc.pid, (unsigned long long)(wj_proc.init_real_ns / 1000));
+    // DIR/PROG.PID.START_US.ndjson (config.dir is at most WJ_PATH_MAX - 100 long, prog 32)
+    char *out = wj_proc.log_path;
+    size_t n = wj_copy_str(out, sizeof wj_proc.log_path - 96, wj_proc.config.dir);
+    out[n++] = '/';
+    n += wj_copy_str(out + n, 64, wj_proc.prog);
+    out[n++] = '.';
+    n += wj_fmt_i64(out + n, wj_proc.pid);
+    out[n++] = '.';
+    n += wj_fmt_u64(out + n, wj_proc.init_real_ns / 1000);
+    memcpy(out + n, ".ndjson", 8);
     wj_logfile_init(&wj_proc.log, wj_proc.log_path, (uint64_t)wj_proc.config.log_max_mb << 20);
     const wj_config *c = &wj_proc.config;
     wj_logfile_set_segments(&wj_proc.log, (uint64_t)c->segment_mb << 20, (uint64_t)c->segment_s * 1000000000ull,
@@ -59,11 +92,26 @@ void wj_process_new_identity(void) {
     wj_process_new_identity_path();
 }
 
+// WEDJAT_DISABLE=1 (or true, yes, on): nothing else is read (an invalid value is left to the
+// full parse, which warns about it).
+static int disabled_by_env(void) {
+    const char *v = env_lookup("WEDJAT_DISABLE", 0);
+    if (!v) return 0;
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        const char *a = v, *b = yes[i];
+        while (*b && (*a >= 'A' && *a <= 'Z' ? *a - 'A' + 'a' : *a) == *b) a++, b++;
+        if (!*a && !*b) return 1;
+    }
+    return 0;
+}
+
 int wj_process_configure(void) {
     if (getauxval(AT_SECURE)) return 0;  // setuid/setgid/capabilities: stay completely out of the way
-    wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)geteuid());
-    extern char **environ;
-    wj_config_warn_unknown(&wj_proc.config, environ);
+    collect_env();
+    if (disabled_by_env()) return 0;
+    wj_config_parse(&wj_proc.config, env_lookup, 0, (unsigned)syscall(SYS_geteuid));
+    wj_config_warn_unknown(&wj_proc.config, wedjat_env_overflow ? environ : wedjat_env);
     if (wj_proc.config.disabled) return 0;
     char *exe = wj_proc.exe;
     long n = syscall(SYS_readlink, "/proc/self/exe", exe, sizeof wj_proc.exe - 1);

@@ -39,6 +39,12 @@ static void *find_in_loaded(const char *name) {
     return 0;
 }
 
+void wj_real_warm_for_children(void) {
+    (void)WJ_REAL(_exit);
+    (void)WJ_REAL(exit);
+    (void)WJ_REAL(execve);
+}
+
 void *wj_resolve(const char *name) {
     void *p = dlsym(RTLD_NEXT, name);
     if (!p) p = find_in_loaded(name);

@@ -27,6 +27,10 @@ typedef struct wj_real_table {
 
 WJ_HIDDEN extern wj_real_table wj_real;
 WJ_HIDDEN void *wj_resolve(const char *name);
+// Resolves now the real functions a forked child usually ends with (_exit, exit, execve), so
+// that each child does not: a dlsym in a new child also faults in the loader's and libc's code
+// for it (fork copies no page table of a library's code). Called before fork.
+WJ_HIDDEN void wj_real_warm_for_children(void);
 
 #define WJ_ALL_HOOKS_X(ret, name, params, args)                               \
     static inline wj_fn_##name wj_real_##name(void) {                        \

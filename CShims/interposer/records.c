@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <sched.h>
@@ -30,15 +31,22 @@ const char *const wj_record_type_names[WJ_REC_TYPES] = {
 
 // argv as main() received it: copied before the program can rewrite its argv area
 // (setproctitle), which would also defeat the redaction of what it held.
-WJ_BIG static char argv_copy[32768];
+// A short argv stays in the small state (no page of its own).
+WJ_BIG static char argv_big[32768];
+static char argv_small[256];
+static char *argv_copy = argv_small;
 static size_t argv_len;
 static int argv_truncated, argv_kept;
 
 void wj_records_keep_argv(int argc, char **argv) {
+    size_t total = 0;
+    for (int i = 0; i < argc && argv && argv[i]; i++) total += strlen(argv[i]) + 1;
+    argv_copy = total <= sizeof argv_small ? argv_small : argv_big;
+    size_t cap = total <= sizeof argv_small ? sizeof argv_small : sizeof argv_big;
     size_t used = 0;
     for (int i = 0; i < argc && argv && argv[i]; i++) {
         size_t n = strlen(argv[i]) + 1;
-        if (used + n > sizeof argv_copy) { argv_truncated = 1; break; }
+        if (used + n > cap) { argv_truncated = 1; break; }
         memcpy(argv_copy + used, argv[i], n);
         used += n;
     }
@@ -64,7 +72,13 @@ static size_t done(wj_json *j) {
 // call; the online count from sysfs costs a new process about 20 us). sysconf if that fails.
 static long logical_cpus(void) {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = syscall(SYS_sched_getaffinity, 0, sizeof set, &set);   // bytes of mask written
+    if (n > 0) {
+        long count = 0;
+        const unsigned long *w = (const unsigned long *)&set;
+        for (long i = 0; i < n / (long)sizeof *w; i++) count += __builtin_popcountl(w[i]);
+        if (count > 0) return count;
+    }
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
@@ -81,7 +95,7 @@ static void cpu_model(char *out, size_t cap) {
         cpu_model_uncached(cached, sizeof cached);
         known = 1;
     }
-    snprintf(out, cap, "%s", cached);
+    wj_copy_str(out, cap, cached);
 }
 
 static void cpu_model_uncached(char *out, size_t cap) {
@@ -130,10 +144,10 @@ static void cpu_model_uncached(char *out, size_t cap) {
 // Field n (1-based, as in proc(5)) of a /proc/.../stat line; the command name (field 2) may
 // hold spaces and parentheses, so counting starts after its last ')'.
 const char *wj_stat_field(const char *stat, int n) {
-    const char *p = strrchr(stat, ')');
+    const char *p = wj_strrchr(stat, ')');
     if (!p || n < 3) return 0;
     p++;  // the space before field 3
-    for (int field = 3; field < n && p; field++) p = strchr(p + 1, ' ');
+    for (int field = 3; field < n && p; field++) p = wj_strchr(p + 1, ' ');
     return p ? p + 1 : 0;
 }
 
@@ -143,7 +157,7 @@ static int read_start_ticks(unsigned long long *ticks) {
     if (wj_read_file("/proc/self/stat", stat, sizeof stat) <= 0) return 0;
     const char *f = wj_stat_field(stat, 22);
     if (!f) return 0;
-    *ticks = strtoull(f, 0, 10);
+    *ticks = wj_parse_u64(f, 0);
     return 1;
 }
 
@@ -166,18 +180,27 @@ uint64_t wj_proc_start_ticks(void) {
 // to a third of a millisecond), in a directory of this user's that nobody else can write, and
 // otherwise in the log directory. Both are independent of the working directory, so that an
 // image exec'd after a chdir finds them even with a relative WEDJAT_DIR.
+static void shm_dir(char *out, unsigned euid) {   // at least 32 bytes
+    memcpy(out, "/dev/shm/wedjat-", 16);
+    wj_fmt_u64(out + 16, euid);
+}
+
 static int hint_dir(char *out, size_t cap, int shm) {
     if (shm) {
-        snprintf(out, cap, "/dev/shm/wedjat-%u", (unsigned)geteuid());
+        shm_dir(out, (unsigned)syscall(SYS_geteuid));
         char why[WJ_WARNING_LEN];
         return wj_ensure_dir(out, why, sizeof why);
     }
-    snprintf(out, cap, "%s", wj_proc.config.dir);
+    wj_copy_str(out, cap, wj_proc.config.dir);
     return 1;
 }
 
 static void hint_path(char *out, size_t cap, const char *dir, int shm) {
-    snprintf(out, cap, shm ? "%s/exec.%d" : "%s/.exec.%d", dir, wj_proc.pid);
+    size_t n = wj_copy_str(out, cap - 32, dir);
+    const char *name = shm ? "/exec." : "/.exec.";
+    size_t name_len = strlen(name);
+    memcpy(out + n, name, name_len);
+    wj_fmt_i64(out + n + name_len, wj_proc.pid);
 }
 
 void wj_exec_hint_leave(const char *raw_dir_env) {
@@ -190,10 +213,20 @@ void wj_exec_hint_leave(const char *raw_dir_env) {
     char buf[5 * WJ_PATH_MAX];
     // Line 1: pid, process start ticks (a stale hint of an earlier process with this pid has
     // other ones) and the moment of the exec (CLOCK_MONOTONIC, the same clock in every image).
-    int n = snprintf(buf, sizeof buf, "%d %llu %llu\n%s\n%s\n%s\t%s\n", wj_proc.pid,
-                     (unsigned long long)wj_proc_start_ticks(), (unsigned long long)wj_now_ns(),
-                     wj_proc.log_path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : "");
-    if (n > 0) wj_sys_write(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+    // "%d %llu %llu\n%s\n%s\n%s\t%s\n" (each string is shorter than WJ_PATH_MAX: it fits)
+    size_t n = wj_fmt_i64(buf, wj_proc.pid);
+    buf[n++] = ' ';
+    n += wj_fmt_u64(buf + n, wj_proc_start_ticks());
+    buf[n++] = ' ';
+    n += wj_fmt_u64(buf + n, wj_now_ns());
+    const char *strings[4] = {wj_proc.log_path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : ""};
+    const char seps[4] = {'\n', '\n', '\n', '\t'};
+    for (int i = 0; i < 4; i++) {
+        buf[n++] = seps[i];
+        n += wj_copy_str(buf + n, WJ_PATH_MAX, strings[i]);
+    }
+    buf[n++] = '\n';
+    wj_sys_write(fd, buf, n);
     wj_sys_close(fd);
 }
 
@@ -207,52 +240,81 @@ void wj_exec_hint_forget(void) {
 }
 
 static char *next_line(char *p) {
-    char *nl = p ? strchr(p, '\n') : 0;
+    char *nl = p ? (char *)wj_strchr(p, '\n') : 0;
     if (!nl) return 0;
     *nl = 0;
     return nl + 1;
 }
 
 int wj_exec_hint_take(wj_exec_hint *out) {
-    memset(out, 0, sizeof *out);
+    // Only the fields read later are cleared (the struct is 1.5 KiB of mostly untouched .bss).
+    out->from[0] = out->parent[0] = out->dir[0] = 0;
+    out->exec_mono = 0;
     char buf[5 * WJ_PATH_MAX];
     char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
     long len = -1;
     for (int shm = 1; shm >= 0 && len <= 0; shm--) {
         if (shm) {
             // Only look into a directory that is ours (hint_dir would create it).
-            snprintf(dir, sizeof dir, "/dev/shm/wedjat-%u", (unsigned)geteuid());
+            unsigned euid = (unsigned)syscall(SYS_geteuid);
+            shm_dir(dir, euid);
             struct stat st;
             if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-                st.st_uid != geteuid() || (st.st_mode & 077))
+                st.st_uid != euid || (st.st_mode & 077))
                 continue;
+            // An empty directory on tmpfs is 40 bytes (two entries of its nominal 20): no hint
+            // in it, and none can appear for this image (its previous image wrote it before the
+            // exec). The common case, and an open that would fail less.
+            if (st.st_size == 40) break;
         } else {
             hint_dir(dir, sizeof dir, 0);
         }
         hint_path(path, sizeof path, dir, shm);
         len = wj_read_file(path, buf, sizeof buf);
         if (len > 0) syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+        // The directory on tmpfs is ours and usable: an image exec'ing from here left its hint
+        // there (hint_dir), never in the log directory. One lookup less per process.
+        if (shm) break;
     }
     if (len <= 0) return 0;
     char *line2 = next_line(buf), *line3 = next_line(line2), *line4 = next_line(line3);
     if (!line3) return 0;
     next_line(line4);
-    char *space = strchr(buf, ' ');
+    char *space = (char *)wj_strchr(buf, ' ');
     // Same pid and same process start time: written by this very process's previous image.
-    if (!space || atoi(buf) != wj_proc.pid || strtoull(space + 1, 0, 10) != wj_proc_start_ticks()) return 0;
-    char *end1;
-    strtoull(space + 1, &end1, 10);
-    if (*end1 == ' ') out->exec_mono = strtoull(end1 + 1, 0, 10);
-    snprintf(out->from, sizeof out->from, "%s", line2);
-    snprintf(out->parent, sizeof out->parent, "%s", line3);
+    if (!space || buf[0] < '0' || buf[0] > '9' || wj_parse_u64(buf, 0) != (uint64_t)wj_proc.pid ||
+        wj_parse_u64(space + 1, 0) != wj_proc_start_ticks())
+        return 0;
+    const char *end1;
+    wj_parse_u64(space + 1, &end1);
+    if (*end1 == ' ') out->exec_mono = wj_parse_u64(end1 + 1, 0);
+    wj_copy_str(out->from, sizeof out->from, line2);
+    wj_copy_str(out->parent, sizeof out->parent, line3);
     // The chain's log directory, for an image whose WEDJAT_DIR is the same relative path.
-    char *tab = line4 ? strchr(line4, '\t') : 0;
+    char *tab = line4 ? (char *)wj_strchr(line4, '\t') : 0;
     if (tab) {
         *tab = 0;
         if (tab[1] && tab[1] != '/' && strcmp(tab + 1, wj_proc.config.dir_env) == 0)
-            snprintf(out->dir, sizeof out->dir, "%s", line4);
+            wj_copy_str(out->dir, sizeof out->dir, line4);
     }
     return 1;
+}
+
+// ASCII case-insensitive equality (the environment is not the locale's business).
+static int ascii_ieq(const char *a, const char *b) {
+    for (;; a++, b++) {
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+        char y = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
+        if (x != y) return 0;
+        if (!x) return 1;
+    }
+}
+
+static int contains(const char *s, const char *word) {
+    size_t n = wj_strnlen(word, 64);
+    for (; *s; s++)
+        if (wj_starts_with(s, word, n)) return 1;
+    return 0;
 }
 
 // Will the new image load wedjat? Only then is a hint for it worth leaving (one nobody reads
@@ -261,24 +323,34 @@ const char *wj_exec_unwatched_reason(const char *target, char *const envp[]) {
     const char *preload = 0;
     int disabled = 0;
     for (char *const *e = envp; e && *e; e++) {
-        if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = *e + 11;
-        else if (strncmp(*e, "WEDJAT_DISABLE=", 15) == 0)
-            disabled = strcmp(*e + 15, "1") == 0 || strcasecmp(*e + 15, "true") == 0 ||
-                       strcasecmp(*e + 15, "yes") == 0 || strcasecmp(*e + 15, "on") == 0;
+        if (wj_starts_with(*e, "LD_PRELOAD=", 11)) preload = *e + 11;
+        else if (wj_starts_with(*e, "WEDJAT_DISABLE=", 15))
+            disabled = ascii_ieq(*e + 15, "1") || ascii_ieq(*e + 15, "true") || ascii_ieq(*e + 15, "yes") ||
+                       ascii_ieq(*e + 15, "on");
     }
-    if (!preload || !strstr(preload, "libwedjat")) return "no_preload";
+    if (!preload || !contains(preload, "libwedjat")) return "no_preload";
     if (disabled) return "disabled";
-    if (!target || !strchr(target, '/')) return 0;  // found on PATH by exec*p: assume dynamic
+    if (!target || !wj_strchr(target, '/')) return 0;  // found on PATH by exec*p: assume dynamic
+    // One lookup of the path: the checks go through the open file (by path only when it cannot
+    // be read, as an execute-only binary).
     struct stat st;
-    if (syscall(SYS_newfstatat, AT_FDCWD, target, &st, 0) == 0 && S_ISREG(st.st_mode)) {
-        // Secure execution: the loader ignores LD_PRELOAD (or wedjat disables itself).
-        if ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) return "setuid";
-        if ((st.st_mode & S_ISGID) && st.st_gid != getegid()) return "setgid";
-        if (syscall(SYS_getxattr, target, "security.capability", 0, 0) > 0) return "file_capabilities";
-    }
-    unsigned char head[4096];
     int fd = wj_sys_open(target, O_RDONLY | O_CLOEXEC, 0);
+    int have = fd >= 0 ? syscall(SYS_fstat, fd, &st) == 0 : syscall(SYS_newfstatat, AT_FDCWD, target, &st, 0) == 0;
+    if (have && S_ISREG(st.st_mode)) {
+        // Secure execution: the loader ignores LD_PRELOAD (or wedjat disables itself).
+        const char *why = 0;
+        if ((st.st_mode & S_ISUID) && st.st_uid != (uid_t)syscall(SYS_geteuid)) why = "setuid";
+        else if ((st.st_mode & S_ISGID) && st.st_gid != (gid_t)syscall(SYS_getegid)) why = "setgid";
+        else if ((fd >= 0 ? syscall(SYS_fgetxattr, fd, "security.capability", 0, 0)
+                          : syscall(SYS_getxattr, target, "security.capability", 0, 0)) > 0)
+            why = "file_capabilities";
+        if (why) {
+            if (fd >= 0) wj_sys_close(fd);
+            return why;
+        }
+    }
     if (fd < 0) return 0;
+    unsigned char head[4096];
     long n = wj_sys_read(fd, head, sizeof head);
     wj_sys_close(fd);
     if (n >= 2 && head[0] == '#' && head[1] == '!') return 0;
@@ -322,12 +394,16 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     const char *previous = 0;
     for (long off = 0, index = 0; len > 0 && off < len; index++) {
         const char *arg = cmdline + off;
-        size_t arg_len = strnlen(arg, (size_t)(len - off));
+        size_t arg_len = wj_strnlen(arg, (size_t)(len - off));
         if (wj_proc.config.argv_mode == WJ_ARGV_NONE && index > 0) break;
         if (j.len + arg_len + 64 > cap / 2) { truncated = 1; break; }
         if (wj_proc.config.argv_mode == WJ_ARGV_REDACT && index > 0) {
-            wj_redact_arg(previous, arg, redacted, sizeof redacted);
-            wj_json_str(&j, 0, redacted);
+            // A short argument is redacted on the stack (masks make it at most about 3 times
+            // longer), a long one in the big buffer.
+            char small[1024];
+            int fits = arg_len * 4 + 64 < sizeof small;
+            wj_redact_arg(previous, arg, fits ? small : redacted, fits ? sizeof small : sizeof redacted);
+            wj_json_str(&j, 0, fits ? small : redacted);
         } else {
             wj_json_strn(&j, 0, arg, arg_len);
         }
@@ -345,9 +421,13 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     wj_json_str(&j, "log", wj_proc.log_path);   // segment 0's path, in every segment
 
     struct utsname u;
-    if (uname(&u) == 0) {
+    if (syscall(SYS_uname, &u) == 0) {
         char kernel[sizeof u.sysname + sizeof u.release + sizeof u.version + 4];
-        snprintf(kernel, sizeof kernel, "%s %s %s", u.sysname, u.release, u.version);
+        size_t k = wj_copy_str(kernel, sizeof u.sysname, u.sysname);
+        kernel[k++] = ' ';
+        k += wj_copy_str(kernel + k, sizeof u.release, u.release);
+        kernel[k++] = ' ';
+        wj_copy_str(kernel + k, sizeof u.version, u.version);
         wj_json_str(&j, "hostname", u.nodename);
         wj_json_str(&j, "kernel", kernel);
         wj_json_str(&j, "arch", u.machine);
@@ -365,7 +445,7 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
         struct timespec rt, bt;
         clock_gettime(CLOCK_REALTIME, &rt);
         clock_gettime(CLOCK_BOOTTIME, &bt);
-        long hz = sysconf(_SC_CLK_TCK);
+        long hz = (long)getauxval(AT_CLKTCK);   // what sysconf(_SC_CLK_TCK) answers
         if (hz <= 0) hz = 100;
         int64_t boot_us = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000000 + ((int64_t)rt.tv_nsec - bt.tv_nsec) / 1000;
         wj_json_int(&j, "process_start_ts", boot_us + (int64_t)(ticks * 1000000ull / (unsigned long long)hz));

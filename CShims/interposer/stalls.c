@@ -41,6 +41,7 @@
 #include <link.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +124,24 @@ static _Atomic uint64_t stalls_lost;  // no buffer was free
 static __thread wj_loop *my_loop __attribute__((tls_model("initial-exec")));
 static __thread int my_loop_none __attribute__((tls_model("initial-exec")));
 static pthread_key_t loop_key;
-static int loop_key_ok;
+static _Atomic int loop_key_state;   // 0 not made, 1 being made, 2 made, -1 failed
+
+static void loop_thread_exit(void *arg);
+
+// The key that frees a loop slot when its thread ends, made by the first thread that takes a
+// slot (a process without a loop never pays for it). glibc makes keys without a lock.
+static int loop_key_ready(void) {
+    int s = atomic_load(&loop_key_state);
+    if (s == 0 && atomic_compare_exchange_strong(&loop_key_state, &s, 1)) {
+        s = pthread_key_create(&loop_key, loop_thread_exit) == 0 ? 2 : -1;
+        atomic_store(&loop_key_state, s);
+    }
+    while (s == 1) {   // another thread is making it: a few instructions
+        sched_yield();
+        s = atomic_load(&loop_key_state);
+    }
+    return s == 2;
+}
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, 0, 0);
@@ -322,7 +340,7 @@ static wj_loop *loop_register(void) {
         found->prev_t = wj_now_ns();  // the first vitals interval of this loop starts here
         found->prev_busy = found->prev_iter = 0;
         my_loop = found;
-        if (loop_key_ok) pthread_setspecific(loop_key, found);
+        if (loop_key_ready()) pthread_setspecific(loop_key, found);
         if (wj_proc.main_mono_ns) wj_request(WJ_REQ_THREAD);
     }
     errno = err;
@@ -923,7 +941,6 @@ void wj_stalls_loops_json(wj_json *j, uint64_t now) {
 
 static void stalls_init(void) {
     wj_stall_ns = (uint64_t)wj_proc.config.stall_ms * 1000000ull;
-    loop_key_ok = pthread_key_create(&loop_key, loop_thread_exit) == 0;
 }
 
 // Only the forking thread lives on in the child: its slot stays, the others go.
@@ -957,11 +974,12 @@ static void stalls_round(const wj_round *r) {
 }
 
 static void stalls_collect(const wj_round *r, const wj_out *out) {
-    WJ_BIG static char line[64 * 1024];
     // Stalls that ended (with the module map they need first); at the end, those going on.
     if (r->final) stalls_final();
     for (int is_modules;;) {
-        size_t len = next_record(line, sizeof line, &is_modules);
+        size_t cap;
+        char *line = out->room(out->ctx, &cap);
+        size_t len = next_record(line, cap, &is_modules);
         if (!len) break;
         out->line(out->ctx, is_modules ? WJ_REC_MODULES : WJ_REC_STALL, line, len == (size_t)-1 ? 0 : len);
     }

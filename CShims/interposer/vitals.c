@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/auxv.h>
 #include "sys_raw.h"
 
 #define MAX_THREADS 1024   // threads read per sample to find the busiest (their count is exact)
@@ -69,11 +70,13 @@ static long read_small(const char *path, char *buf, size_t cap) {
         size_t used = 0;
         r = 0;
         while (used + 1 < cap) {
-            long n = wj_sys_read(fd, buf + used, cap - 1 - used);
+            size_t want = cap - 1 - used;
+            long n = wj_sys_read(fd, buf + used, want);
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) { if (!used) r = -errno; break; }
             if (n == 0) break;
             used += (size_t)n;
+            if ((size_t)n < want) break;   // short: the end (/proc and sysfs give all at once)
         }
         if (r == 0) r = (long)used;
         wj_sys_close(fd);
@@ -143,7 +146,10 @@ static void json_pct(wj_json *j, const char *key, uint64_t num, uint64_t den) {
     if (!den) { wj_json_null(j, key); return; }
     uint64_t tenths = (uint64_t)(((unsigned __int128)num * 1000u + den / 2) / den);
     char s[32];
-    snprintf(s, sizeof s, "%llu.%llu", (unsigned long long)(tenths / 10), (unsigned long long)(tenths % 10));
+    size_t n = wj_fmt_u64(s, tenths / 10);
+    s[n++] = '.';
+    s[n++] = (char)('0' + tenths % 10);
+    s[n] = 0;
     wj_json_key(j, key);
     wj_json_raw(j, s);
 }
@@ -168,14 +174,14 @@ static void json_unavailable(wj_json *j, const char *key, const char *reason) {
 // Value of "Key:   123 kB" in a /proc status-like text, 0 if absent.
 static uint64_t field_kb(const char *text, const char *key) {
     size_t n = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : 0)
-        if (strncmp(p, key, n) == 0 && p[n] == ':') return strtoull(p + n + 1, 0, 10);
+    for (const char *p = text; p && *p; p = wj_strchr(p, '\n'), p = p ? p + 1 : 0)
+        if (wj_starts_with(p, key, n) && p[n] == ':') return wj_parse_u64(p + n + 1, 0);
     return 0;
 }
 
 static uint64_t ticks_per_second(void) {
     static long hz;
-    if (!hz) hz = sysconf(_SC_CLK_TCK);
+    if (!hz) hz = (long)getauxval(AT_CLKTCK);   // what sysconf(_SC_CLK_TCK) answers
     return hz > 0 ? (uint64_t)hz : 100;
 }
 
@@ -195,31 +201,36 @@ static sys_mark sys_prev;
 
 // Per-thread CPU time (ns), sorted by tid.
 typedef struct { int tid; uint64_t run_ns; } thread_cpu;
-WJ_BIG static thread_cpu threads_prev[MAX_THREADS];
+// The previous sample's, in a few entries of the small state while the process has few
+// threads (a short process never touches the big array's pages).
+#define FEW_THREADS 4
+static thread_cpu threads_few[FEW_THREADS];
+WJ_BIG static thread_cpu threads_many[MAX_THREADS];
+static thread_cpu *threads_prev = threads_few;
 WJ_BIG static thread_cpu threads_cur[MAX_THREADS];
 static int n_threads_prev, threads_prev_valid;
 static int thread_cpu_source;        // 0 unknown, 1 schedstat (ns), 2 stat (clock ticks)
 
 // cpufreq: probed once.
 static int freq_state;               // 0 not probed, 1 available, -1 unavailable
-static char freq_reason[REASON_LEN];
+WJ_COLD static char freq_reason[REASON_LEN];
 static int freq_cores;
-static uint32_t freq_min[MAX_CORES], freq_max[MAX_CORES];  // kHz, 0 = not exposed
-static uint8_t freq_limits_read[MAX_CORES];
+WJ_COLD static uint32_t freq_min[MAX_CORES], freq_max[MAX_CORES];  // kHz, 0 = not exposed
+WJ_COLD static uint8_t freq_limits_read[MAX_CORES];
 
 // RAPL package zones: probed once.
 static int rapl_state;
-static char rapl_reason[REASON_LEN];
+WJ_COLD static char rapl_reason[REASON_LEN];
 static int rapl_zones;
-static uint64_t rapl_range[MAX_RAPL];
+WJ_COLD static uint64_t rapl_range[MAX_RAPL];
 static int rapl_prev_valid;
 static uint64_t rapl_prev_uj[MAX_RAPL], rapl_prev_mono;
 
 // Batteries: probed once.
 static int battery_state;
-static char battery_reason[REASON_LEN];
+WJ_COLD static char battery_reason[REASON_LEN];
 static int batteries;
-static char battery_name[MAX_BATTERIES][64];
+WJ_COLD static char battery_name[MAX_BATTERIES][64];
 
 // exec: when the previous image of this process (watched) called execve, else 0.
 static uint64_t exec_call_mono;
@@ -259,6 +270,7 @@ static void vitals_main_entered(void) {
     uint64_t now = wj_now_ns();
     pthread_mutex_lock(&sample_lock);  // an agent thread may exist already (a connect before main)
     proc_prev = (proc_mark){1, now, tv_us(ru.ru_utime), tv_us(ru.ru_stime)};
+    threads_prev = threads_few;
     threads_prev[0] = (thread_cpu){wj_proc.pid, (uint64_t)tcpu.tv_sec * 1000000000u + (uint64_t)tcpu.tv_nsec};
     n_threads_prev = 1;
     threads_prev_valid = 1;
@@ -300,7 +312,7 @@ static uint64_t process_start_mono(void) {
 // ---------------------------------------------------------------- readers
 
 static int read_sys_cpu(sys_mark *m) {
-    static char b[4096];  // the "cpu" line is first; the rest of the file is not needed
+    WJ_COLD static char b[4096];  // the "cpu" line is first; the rest of the file is not needed
     if (read_small("/proc/stat", b, sizeof b) <= 0 || strncmp(b, "cpu ", 4) != 0) return 0;
     unsigned long long v[10] = {0};
     const char *p = b + 4;
@@ -359,7 +371,7 @@ static int read_rapl(uint64_t *uj) {
 }
 
 // Names under /sys/class/power_supply.
-static char supply_names[16][64];
+WJ_COLD static char supply_names[16][64];
 static int n_supplies;
 
 static void supply_entry(const char *name, void *ctx) {
@@ -470,12 +482,17 @@ static void vitals_baseline(void) {
 static const char brief_reason[] = "not read at the exit of a process that ended before its first periodic sample";
 
 static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r) {
-    int agent_tid = r->agent_tid, agent_threads = r->agent_threads, app_table_fds = r->app_table_fds;
+    int agent_tid = r->agent_tid, agent_threads = r->agent_threads;
     pthread_mutex_lock(&sample_lock);
-    WJ_BIG static char status[4096];
     WJ_BIG static char meminfo[4096];
     int brief = at_exit && seq == 0;
     uint64_t now = wj_now_ns();
+    // /proc/self/status is read into the start of the record's own buffer (which is about to
+    // be written over anyway: no page of its own) and reduced to the four numbers used.
+    long rs = read_small("/proc/self/status", buf, cap < 4096 ? cap : 4096);
+    uint64_t threads_total = rs > 0 ? field_kb(buf, "Threads") : 0;
+    uint64_t vm_rss = rs > 0 ? field_kb(buf, "VmRSS") : 0, vm_hwm = rs > 0 ? field_kb(buf, "VmHWM") : 0;
+    uint64_t vm_size = rs > 0 ? field_kb(buf, "VmSize") : 0;
     struct rusage ru = self_usage();
     struct timespec self_cpu = {0, 0};
     int self_cpu_ok = at_exit && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &self_cpu) == 0;
@@ -508,19 +525,19 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
     wj_json_end(&j);
     proc_prev = (proc_mark){1, now, user_us, sys_us};
 
-    long rs = read_small("/proc/self/status", status, sizeof status);
     long rm = brief ? 0 : read_small("/proc/meminfo", meminfo, sizeof meminfo);
-    uint64_t threads_total = rs > 0 ? field_kb(status, "Threads") : 0;
 
     // The busiest threads over the interval (wedjat's own is reported apart). At the end of
     // a single-threaded program the one thread is the one running this: no files to read.
     int n = 0, n_tasks = 0, fast = 0;
+    thread_cpu one, *cur = threads_cur;   // the one thread, or the list read from /proc/self/task
     char fast_name[17] = "";
     int self = wj_gettid();
     n_task_tids = 0;
     if (at_exit && self != agent_tid && threads_total && threads_total - (uint64_t)agent_threads == 1) {
-        if (self_cpu_ok && prctl(PR_GET_NAME, fast_name, 0, 0, 0) == 0) {
-            threads_cur[0] = (thread_cpu){self, (uint64_t)self_cpu.tv_sec * 1000000000u + (uint64_t)self_cpu.tv_nsec};
+        if (self_cpu_ok && syscall(SYS_prctl, PR_GET_NAME, fast_name, 0, 0, 0) == 0) {
+            one = (thread_cpu){self, (uint64_t)self_cpu.tv_sec * 1000000000u + (uint64_t)self_cpu.tv_nsec};
+            cur = &one;
             n = 1;
             fast = 1;
         }
@@ -534,12 +551,12 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
         if (task_tids[i] == agent_tid || !thread_cpu_ns(task_tids[i], &ns)) continue;
         // insertion by tid (the listing is nearly sorted already)
         int k = n++;
-        while (k > 0 && threads_cur[k - 1].tid > task_tids[i]) { threads_cur[k] = threads_cur[k - 1]; k--; }
-        threads_cur[k] = (thread_cpu){task_tids[i], ns};
+        while (k > 0 && cur[k - 1].tid > task_tids[i]) { cur[k] = cur[k - 1]; k--; }
+        cur[k] = (thread_cpu){task_tids[i], ns};
     }
     for (int i = 0; i < n; i++) {
-        const thread_cpu *p = threads_prev_valid ? find_prev(threads_cur[i].tid) : 0;
-        uint64_t d = p ? (threads_cur[i].run_ns > p->run_ns ? threads_cur[i].run_ns - p->run_ns : 0) : threads_cur[i].run_ns;
+        const thread_cpu *p = threads_prev_valid ? find_prev(cur[i].tid) : 0;
+        uint64_t d = p ? (cur[i].run_ns > p->run_ns ? cur[i].run_ns - p->run_ns : 0) : cur[i].run_ns;
         if (!d) continue;
         int k = n_top < TOP_THREADS ? n_top++ : TOP_THREADS;
         if (k == TOP_THREADS && d <= top_ns[TOP_THREADS - 1]) continue;
@@ -551,18 +568,25 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
     wj_json_begin_array(&j, "top_threads");
     for (int t = 0; t < n_top; t++) {
         char path[64], comm[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d/comm", threads_cur[top[t]].tid);
-        long r = fast ? (long)strlen(strcpy(comm, fast_name)) : read_small(path, comm, sizeof comm);
+        long r;
+        if (fast) {
+            r = (long)wj_copy_str(comm, sizeof comm, fast_name);
+        } else {
+            snprintf(path, sizeof path, "/proc/self/task/%d/comm", cur[top[t]].tid);
+            r = read_small(path, comm, sizeof comm);
+        }
         if (r > 0 && comm[r - 1] == '\n') comm[r - 1] = 0;
         wj_json_begin(&j);
-        wj_json_int(&j, "tid", threads_cur[top[t]].tid);
+        wj_json_int(&j, "tid", cur[top[t]].tid);
         wj_json_str(&j, "name", r > 0 ? comm : 0);
         json_pct(&j, "cpu_pct", top_ns[t] / 1000, interval_us);
         wj_json_end(&j);
     }
     wj_json_end_array(&j);
     if (n_tasks > MAX_THREADS) wj_json_int(&j, "threads_scanned", n_task_tids);
-    memcpy(threads_prev, threads_cur, (size_t)n * sizeof threads_cur[0]);
+    thread_cpu *keep = n <= FEW_THREADS ? threads_few : threads_many;
+    memmove(keep, cur, (size_t)n * sizeof cur[0]);
+    threads_prev = keep;
     n_threads_prev = n;
     threads_prev_valid = 1;
 
@@ -625,9 +649,9 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
     // Memory: the process's, then the system's (read above).
     if (rs > 0) {
         wj_json_begin_object(&j, "memory");
-        wj_json_uint(&j, "rss_bytes", field_kb(status, "VmRSS") * 1024);
-        wj_json_uint(&j, "peak_rss_bytes", field_kb(status, "VmHWM") * 1024);
-        wj_json_uint(&j, "virtual_bytes", field_kb(status, "VmSize") * 1024);
+        wj_json_uint(&j, "rss_bytes", vm_rss * 1024);
+        wj_json_uint(&j, "peak_rss_bytes", vm_hwm * 1024);
+        wj_json_uint(&j, "virtual_bytes", vm_size * 1024);
         wj_json_end(&j);
         wj_json_uint(&j, "threads", threads_total);
     } else {
@@ -650,6 +674,7 @@ static size_t take_sample(char *buf, size_t cap, int at_exit, const wj_round *r)
     // app's table for that moment are not counted. Linux >= 6.2 gives the count as the size of
     // /proc/self/fd; older kernels get a listing (whose own fd is not counted).
     {
+        int app_table_fds = r->log_in_app_table && wj_logfile_fd(&wj_proc.log) >= 0;
         struct stat st;
         int err = sys_stat("/proc/self/fd", &st);
         long fds = -1;
@@ -797,7 +822,6 @@ static size_t format_startup(char *buf, size_t cap) {
 
 // ---------------------------------------------------------------- the component
 
-WJ_BIG static char line[64 * 1024];
 WJ_BIG static char periodic_line[64 * 1024];   // taken in a round, written at the next collect
 static size_t periodic_len;
 static int periodic_ready, baseline_taken;
@@ -818,14 +842,21 @@ static void vitals_round(const wj_round *r) {
 }
 
 static void vitals_collect(const wj_round *r, const wj_out *out) {
-    if (startup_due(r->final)) out->line(out->ctx, WJ_REC_STARTUP, line, format_startup(line, sizeof line));
+    size_t cap;
+    char *buf;
+    if (startup_due(r->final)) {
+        buf = out->room(out->ctx, &cap);
+        out->line(out->ctx, WJ_REC_STARTUP, buf, format_startup(buf, cap));
+    }
     if (periodic_ready) {
         out->line(out->ctx, WJ_REC_SAMPLE, periodic_line, periodic_len);
         periodic_ready = 0;
     }
     // The last sample of the image: what it used since the previous one.
-    if (r->final && wj_proc.config.sample_ms > 0)
-        out->line(out->ctx, WJ_REC_SAMPLE, line, take_sample(line, sizeof line, 1, r));
+    if (r->final && wj_proc.config.sample_ms > 0) {
+        buf = out->room(out->ctx, &cap);
+        out->line(out->ctx, WJ_REC_SAMPLE, buf, take_sample(buf, cap, 1, r));
+    }
 }
 
 static void vitals_forked(void) {

@@ -9,6 +9,8 @@ enum {
     WJ_REQ_SAMPLER = 2,    // the process will live: start the thread for samples
     WJ_REQ_THREAD = 4,     // the thread is needed now: the stall watchdog, or C-side records (fork)
     WJ_REQ_RECORDS = 8,    // a producer has records ready (a stall ended)
+    WJ_REQ_FORKS = 16,     // fork records wait in the ring: the thread once the process passed the
+                           // 20 ms gate (a process that ends before writes them in its final flush)
 };
 WJ_HIDDEN extern _Atomic uint32_t wj_wake_word;
 WJ_HIDDEN extern _Atomic uint32_t wj_requests;

@@ -112,17 +112,18 @@ struct ResolvedNames {
         }
         let port = peer.port
         let destination = Destination(address: key, port: port)
-        // A destination already named keeps its name when the latest lookup of its address
-        // does not apply (made for another service, or after this connect began).
-        let named = destinations[destination].map { Match(name: $0, attributedDurationUs: nil) }
-        guard let id = byAddress[key], var l = lookups[id], l.endMono <= connectStartMono else { return named }
-        if let wanted = l.port, wanted != port { return named }   // looked up for another service
+        guard let id = byAddress[key], var l = lookups[id], l.endMono <= connectStartMono else { return nil }
+        // A destination already named keeps that name when the address's latest lookup is of
+        // the same name for another service (rule c); another name ends it.
+        if let wanted = l.port, wanted != port {
+            return destinations[destination] == l.name ? Match(name: l.name, attributedDurationUs: nil) : nil
+        }
         let age = connectStartMono - l.endMono
         let sameThread = tid != nil && l.tid == tid && latestOfThread[tid!] == id && age <= ResolvedNames.sameThreadWindowNs
         let samePort = l.usedPort == nil || (l.usedPorts == 1 && l.usedPort == port)
         let fresh = age <= ResolvedNames.attributionWindowNs && samePort
         let continuing = destinations[destination] == l.name
-        guard sameThread || fresh || continuing else { return named }
+        guard sameThread || fresh || continuing else { return nil }
         var dns: Int? = nil
         if !l.dnsClaimed && age <= ResolvedNames.attributionWindowNs {
             dns = l.durationUs

@@ -8,10 +8,22 @@
 #include <stddef.h>
 #include <stdatomic.h>
 
-// Large zero-filled arrays go after all the small state (the link sorts sections by name), on
-// pages of their own: a short process then faults in a few pages of state, not one per
-// variable scattered between megabytes of rings and buffers.
-#define WJ_BIG __attribute__((section(".bss.~big"), aligned(4096)))
+// Where state lives decides what a short process pays for it: every page written is a page
+// fault (a few microseconds in a VM), pages never touched cost nothing. The link sorts input
+// sections by name (--sort-section=name), so .bss is laid out as:
+//   ".bss"          the small state of every file: a short process touches most of it, and it
+//                   starts in the page of .got.plt and .data, which the loader dirties anyway;
+//   ".bss.0tail"    wj_proc (WJ_HOT_TAIL): its first pages are hot, the rest (the log's closed
+//                   segments) is not;
+//   ".bss.<name>"   the variables of the files build-lib.sh compiles with -fdata-sections
+//                   (their own arrays would otherwise sit between the small state);
+//   ".bss.~big", ".bss.~cold"  arrays, buffers and rings, touched only when used.
+// Alignment stays small (64): a page-aligned array would start .bss on a page of its own.
+#define WJ_BIG __attribute__((section(".bss.~big"), aligned(64)))
+// Smaller state that a short process never touches (error texts, probe results, buffers of
+// rare records): after the hot small state, so that it does not spread over more pages.
+#define WJ_COLD __attribute__((section(".bss.~cold")))
+#define WJ_HOT_TAIL __attribute__((section(".bss.0tail")))
 #include <pthread.h>
 
 #ifdef __cplusplus
@@ -144,6 +156,21 @@ typedef struct wj_dns_event {
     wj_addr addrs[WJ_DNS_ADDRS];
 } wj_dns_event;
 
+// Decimal digits of v into out (at least 21 bytes), NUL-terminated; returns their count. No
+// stdio: a short process then never touches printf's code.
+size_t wj_fmt_u64(char *out, uint64_t v);
+size_t wj_fmt_i64(char *out, int64_t v);
+// snprintf(dst, cap, "%s", src) without stdio: copies what fits, NUL-terminated; returns the
+// length copied.
+size_t wj_copy_str(char *dst, size_t cap, const char *src);
+// strtoull(s, end, 10) for what wedjat parses (digits after blanks), strnlen, strrchr: a short
+// process then never touches the libc pages of those (each is a page fault).
+uint64_t wj_parse_u64(const char *s, const char **end);
+size_t wj_strnlen(const char *s, size_t max);
+const char *wj_strrchr(const char *s, int c);
+const char *wj_strchr(const char *s, int c);
+int wj_starts_with(const char *s, const char *prefix, size_t n);   // strncmp(s, prefix, n) == 0
+
 uint64_t wj_now_ns(void);          // CLOCK_MONOTONIC
 uint64_t wj_realtime_ns(void);     // CLOCK_REALTIME
 int wj_gettid(void);
@@ -200,6 +227,8 @@ enum { WJ_REDACT_QUERY = 1, WJ_REDACT_USERINFO = 2, WJ_REDACT_FRAGMENT = 4, WJ_R
 #define WJ_MAX_WARNINGS 8
 #define WJ_WARNING_LEN 200
 
+// The scalars first, then the strings (a short process touches their first bytes), the
+// warnings last (usually none): see wj_process.
 typedef struct wj_config {
     int disabled;
     int argv_mode;
@@ -210,16 +239,16 @@ typedef struct wj_config {
     int capture_bytes;     // most bytes captured per I/O call for the parser (WEDJAT_CAPTURE_BYTES)
     int redact;            // WJ_REDACT_* bits (WEDJAT_REDACT)
     int http_records;      // http records a second; the rest go into http_summary (WEDJAT_HTTP_RECORDS)
-    char dir[WJ_PATH_MAX];
-    char dir_env[WJ_PATH_MAX];  // WEDJAT_DIR as given (a relative one is resolved into dir)
-    int warning_count;
-    char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
     int sample_ms;         // vitals sample interval, 0 = no sampling (WEDJAT_SAMPLE_MS)
     int stall_ms;          // stall threshold, 0 = no stall detection (WEDJAT_STALL_MS)
     int segment_mb;        // a new log segment past this size (WEDJAT_SEGMENT_MB, 0 = never)
     int segment_s;         // or this age (WEDJAT_SEGMENT_S, 0 = never)
     int retain_mb;         // this process's segments together (WEDJAT_RETAIN_MB, 0 = keep all)
     int dir_retain_mb;     // the log directory's logs together (WEDJAT_DIR_RETAIN_MB, 0 = no limit)
+    int warning_count;
+    char dir[WJ_PATH_MAX];
+    char dir_env[WJ_PATH_MAX];  // WEDJAT_DIR as given (a relative one is resolved into dir)
+    char warnings[WJ_MAX_WARNINGS][WJ_WARNING_LEN];
 } wj_config;
 
 // Parses WEDJAT_* from a getenv-like lookup. Invalid values: one warning each, default kept.
@@ -251,7 +280,6 @@ typedef struct wj_segments {
     int index;                 // the live segment's number
     uint64_t started_mono;     // when it began
     uint64_t lines;            // lines written into it
-    wj_segment_info closed[WJ_MAX_CLOSED_SEGMENTS];  // closed segments still on disk, oldest first
     int n_closed;
     int rotation_blocked;      // no new segment could be created (said once, in a warning)
     uint64_t removed, removed_unshipped;   // segments deleted by retention
@@ -259,6 +287,8 @@ typedef struct wj_segments {
     uint64_t anchor_mono, anchor_real;     // the image's clock anchor, for the records it writes
     int pid;
     char base[WJ_PATH_MAX];    // segment 0's path
+    // Last (and last in wj_logfile): pages of it are touched only by a log that rotates.
+    wj_segment_info closed[WJ_MAX_CLOSED_SEGMENTS];  // closed segments still on disk, oldest first
 } wj_segments;
 
 typedef struct wj_logfile {
@@ -280,7 +310,7 @@ typedef struct wj_logfile {
     int header_landed;
     char path[WJ_PATH_MAX];    // the live segment's
     char error[WJ_WARNING_LEN]; // why the file could not be created, if it could not
-    wj_segments seg;
+    wj_segments seg;           // last: its closed segments are
 } wj_logfile;
 
 void wj_logfile_init(wj_logfile *lf, const char *path, uint64_t max_bytes);
@@ -295,6 +325,10 @@ void wj_logfile_set_header(wj_logfile *lf, const char *header, size_t len);
 int wj_logfile_fd(wj_logfile *lf);
 // Writes whole lines; returns 1 if all landed, 0 if dropped (counted in the struct).
 int wj_logfile_write(wj_logfile *lf, const char *buf, size_t len);
+// The image's last batch, whose last `tail` bytes are process_end: one write when all of it
+// fits outside the room kept for process_end; otherwise the lines before it under the usual
+// limits, then process_end with the reserve (as final_phase allows). 1 if all landed.
+int wj_logfile_write_final(wj_logfile *lf, const char *buf, size_t len, size_t tail);
 // Creates (or reopens) the file now, without writing; 1 when it is open.
 int wj_logfile_open_now(wj_logfile *lf);
 void wj_logfile_close(wj_logfile *lf);
@@ -308,6 +342,8 @@ int wj_sys_open(const char *path, int flags, int mode);
 int wj_sys_close(int fd);
 int wj_sys_getpid(void);
 // Reads a whole small file (e.g. /proc/self/stat) into buf, NUL-terminated; returns length or -1.
+// A short read is taken as the end: true of regular files, sysfs and the single-record /proc
+// files wedjat reads (a multi-record one such as /proc/cpuinfo may end at a record boundary).
 long wj_read_file(const char *path, char *buf, size_t cap);
 
 #ifdef __cplusplus
