@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the C parsers (WEDJAT_* configuration, argv redaction, JSON writer), the Swift
+# Fuzzes the C parsers (WEDJAT_* configuration, argv redaction, JSON writer, the HTTP/1
+# framer and the HTTP/2 frame walk that read the app's bytes in its own process), the Swift
 # HTTP/1 parser and the Swift HTTP/2 decoder (frames, HPACK through libnghttp2, streams):
 # arbitrary bytes, arbitrary segmentation, both directions, with the capture's skips; with
 # libFuzzer (clang and swiftc from the Swift toolchain).
@@ -12,17 +13,26 @@ out="$root/.build-fuzz"
 mkdir -p "$out"
 clang=${CLANG:-clang}
 total_runs=0
-for target in config json; do
+common="$root/CShims/common"
+for target in config json framers; do
   src="$root/Tests/Fuzz/fuzz_$target.c"
   bin="$out/fuzz_$target"
+  case $target in
+    framers) objs=("$common/http1.c" "$common/http2_walk.c") ;;
+    *) objs=("$common/config.c" "$common/json.c" "$common/redact.c") ;;
+  esac
   # (ld.gold's "Cannot export local symbol" warnings about ASan internals are noise.)
-  if ! "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-    -I "$root/CShims/common/include" "$src" "$root"/CShims/common/{config,json,redact}.c -o "$bin" \
+  if ! "$clang" -g -O1 -msse2 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+    -I "$common/include" "$src" "${objs[@]}" -o "$bin" \
     >"$out/build_$target.log" 2>&1; then
     grep -v "Cannot export local symbol" "$out/build_$target.log" >&2
     exit 1
   fi
   mkdir -p "$out/corpus_$target"
+  if [ "$target" = framers ]; then   # seeds: an HTTP/1 exchange and an h2 SETTINGS + HEADERS
+    printf '\001\077GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\277HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' > "$out/corpus_$target/h1"
+    printf '\003\021\000\000\000\004\000\000\000\000\000\000\000\003\001\005\000\000\000\001\202\204\206' > "$out/corpus_$target/h2"
+  fi
   log="$out/fuzz_$target.log"
   if ! (cd "$out" && "$bin" -max_total_time="$seconds" -max_len=2048 "$out/corpus_$target" >"$log" 2>&1); then
     tail -30 "$log"

@@ -42,7 +42,7 @@ void wj_h2_walk_call(wj_h2_walk *w, int dir, const struct iovec *iov, int iovcnt
                      wj_h2_take_fn take, void *ctx) {
     wj_h2_dir *d = &w->d[dir];
     // the rest of a payload (or of the preface) begun in an earlier call
-    if (d->need_end > start) take(ctx, start, min64(d->need_end, end));
+    if (d->need_end > start && end > start) take(ctx, start, min64(d->need_end, end));
     while (d->next + d->have < end) {
         uint64_t at = d->next + d->have;
         if (at < start) return;   // bytes moved unseen: the decoder sees the gap and says so

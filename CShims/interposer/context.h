@@ -21,7 +21,9 @@
 #include "wedjat_common.h"
 #include <stddef.h>
 
-enum { WJ_T_INTERNAL = 1, WJ_T_VFORK = 2, WJ_T_INSIDE = 4, WJ_T_HANDLER = 8 };
+// WJ_T_UNWINDING: libunwind walks this app thread's own stack (stalls.c); its reads and
+// writes of its address-checking pipe are answered by io.c (the pipe is in wedjat's fd table).
+enum { WJ_T_INTERNAL = 1, WJ_T_VFORK = 2, WJ_T_INSIDE = 4, WJ_T_HANDLER = 8, WJ_T_UNWINDING = 16 };
 
 #define WJ_HANDLER_FRAMES 8
 

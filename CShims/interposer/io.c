@@ -11,6 +11,9 @@
 #include "stalls.h"
 #include "tls.h"
 #include <errno.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include "sys_raw.h"
 
 // What a counted call must do besides counting (first bytes, a pending connect, DNS datagrams,
 // HTTP framing), out of line: a plain counted call never gets here.
@@ -68,7 +71,25 @@ static void count_unseen(int fd, int dir, uint64_t n) {
 #define WJ_NOBUF 0, 0, 0, 0
 #define WJ_BUF_ARGS(buf, len, iov, iovcnt) buf, iov, iovcnt
 #define WJ_ANNOUNCE_ARGS(buf, len, iov, iovcnt) buf, len, iov, iovcnt
+#define WJ_UNWIND_ARGS(buf, len, iov, iovcnt) (const void *)(buf), (size_t)(len)
 #define WJ_EXPAND(m, ...) m(__VA_ARGS__)
+
+// libunwind walking an app thread's own stack (context.h WJ_T_UNWINDING) checks an address
+// by write()ing one byte of it to its pipe, after read()ing that pipe empty. Its pipe is in
+// wedjat's fd table: here the read finds it empty and the write says whether the byte can
+// be read, without any fd (process_vm_readv on this process).
+static __attribute__((noinline, cold)) long unwind_io(int is_write, const void *p, size_t n) {
+    if (!is_write) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (n == 0) return 0;
+    char byte;
+    struct iovec local = {&byte, 1}, remote = {(void *)p, 1};
+    if (syscall(SYS_process_vm_readv, wj_context_pid, &local, 1, &remote, 1, 0) == 1) return 1;
+    errno = EFAULT;
+    return -1;
+}
 #define WJ_UNPAREN_(...) __VA_ARGS__
 
 #define WJ_HOOK(ret, name, params, args)
@@ -120,6 +141,9 @@ static inline int wj_gate_clear(void) {
         return r;                                                       \
     }                                                                   \
     static __attribute__((noinline)) ret io_slow_##name params {        \
+        if (WJ_UNLIKELY(wj_self.flags & WJ_T_UNWINDING) &&              \
+            (!__builtin_strcmp(#name, "read") || !__builtin_strcmp(#name, "write"))) \
+            return (ret)unwind_io(dir == WJ_OUT, WJ_EXPAND(WJ_UNWIND_ARGS, bufs)); \
         int g_ = wj_gate();                                             \
         if (g_ != WJ_GATE_RUN && (g_ != WJ_GATE_INIT || wj_lc_init() != WJ_GATE_RUN)) \
             return WJ_REAL(name) args;                                  \

