@@ -242,6 +242,35 @@ static uint32_t facts_of(const wj_h1 *h, uint32_t seq) {
     return f & 0xff;
 }
 
+int wj_h1_carry(const wj_h1 *h, wj_h1_carried *out) {
+    const wj_h1_side *q = &h->req, *a = &h->resp;
+    uint32_t requests = atomic_load_explicit(&((wj_h1_side *)q)->next, memory_order_acquire);
+    uint32_t answered = atomic_load_explicit(&((wj_h1_side *)a)->next, memory_order_acquire);
+    if (atomic_load_explicit(&((wj_h1 *)h)->state, memory_order_acquire) != WJ_H1_HTTP) return 0;
+    if (q->phase != PH_START || q->started || q->line_len || atomic_load(&((wj_h1_side *)q)->open)) return 0;
+    if (a->phase != PH_START || a->started || a->line_len || atomic_load(&((wj_h1_side *)a)->open)) return 0;
+    if (answered > requests || requests - answered > WJ_H1_CARRY_FACTS) return 0;
+    memset(out, 0, sizeof *out);
+    out->requests = requests;
+    out->answered = answered;
+    out->announced = atomic_load_explicit(&((wj_h1 *)h)->announced, memory_order_acquire);
+    for (uint32_t k = answered; k < requests; k++) out->facts[k - answered] = (uint8_t)(facts_of(h, k) & 0x7f);
+    return 1;
+}
+
+void wj_h1_resume(wj_h1 *h, const wj_h1_carried *r) {
+    if (r->answered > r->requests || r->requests - r->answered > WJ_H1_CARRY_FACTS) return;
+    atomic_store_explicit(&h->req.next, r->requests, memory_order_relaxed);
+    atomic_store_explicit(&h->resp.next, r->answered, memory_order_relaxed);
+    h->req.seq = r->requests;
+    h->resp.seq = r->answered;
+    atomic_store_explicit(&h->announced, r->announced > r->requests ? r->requests : r->announced, memory_order_relaxed);
+    for (uint32_t k = r->answered; k < r->requests; k++)
+        atomic_store_explicit(&h->facts[k % WJ_H1_FACTS], (k & 0xffffffu) << 8 | WJ_H1_FACT_KNOWN | r->facts[k - r->answered],
+                              memory_order_relaxed);
+    atomic_store_explicit(&h->state, WJ_H1_HTTP, memory_order_release);
+}
+
 static void set_facts(wj_h1 *h, uint32_t seq, uint32_t flags) {
     atomic_store_explicit(&h->facts[seq % WJ_H1_FACTS], ((seq & 0xffffffu) << 8) | WJ_H1_FACT_KNOWN | flags,
                           memory_order_release);

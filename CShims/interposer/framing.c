@@ -144,6 +144,19 @@ static void start(wj_conn *c, uint32_t slot, int stream, int client) {
 
 void wj_framing_open(wj_conn *c, uint32_t slot, int client) { start(c, slot, WJ_STREAM_RAW, client); }
 
+int wj_framing_carry(wj_conn *c, wj_h1_carried *out) {
+    sink_ctx s;
+    framer *f = framer_of(c, WJ_STREAM_RAW, &s);
+    if (!f || atomic_load_explicit(&f->h2, memory_order_relaxed) == WJ_H2_YES) return 0;
+    return wj_h1_carry(&f->h, out);
+}
+
+void wj_framing_resume(wj_conn *c, const wj_h1_carried *r) {
+    sink_ctx s;
+    framer *f = framer_of(c, WJ_STREAM_RAW, &s);
+    if (f) wj_h1_resume(&f->h, r);
+}
+
 void wj_framing_tls(wj_conn *c) {
     uint32_t bits = WJ_LOAD(c->watch);
     if (bits & WJ_WATCH_FRAME_PLAIN) return;   // already

@@ -8,6 +8,7 @@
 #define WEDJAT_FRAMING_H
 #include "base.h"
 #include "wedjat_common.h"
+#include "wedjat_http1.h"
 #include <sys/uio.h>
 
 struct wj_conn;
@@ -36,4 +37,8 @@ WJ_HIDDEN void wj_framing_end(struct wj_conn *c, uint64_t conn_id, uint64_t now,
 WJ_HIDDEN int wj_framing_record_take(uint64_t mono);
 // The image ends: the framers of every connection still open hand over what they hold.
 WJ_HIDDEN void wj_framing_end_all(uint64_t now);
+// exec: where the raw HTTP/1 stream of a connection the next image goes on with stands (0: it
+// cannot go on, wedjat_http1.h wj_h1_carry); in that image, its framer resumes from there.
+WJ_HIDDEN int wj_framing_carry(struct wj_conn *c, wj_h1_carried *out);
+WJ_HIDDEN void wj_framing_resume(struct wj_conn *c, const wj_h1_carried *r);
 #endif

@@ -175,6 +175,15 @@ static void perform(unsigned a, wj_lc_state next, const wj_final *final) {
 
 // ---------------------------------------------------------------- entry points
 
+// An image exec'd on connections its previous image inherited and never used (a CGI
+// program on its parent's socket): it goes on with them before the app can touch them.
+static void exec_resume(void) {
+    char lines[2048], parent[WJ_PATH_MAX];
+    if (!wj_exec_hint_carried(lines, sizeof lines, parent, sizeof parent)) return;
+    if (!wj_proc.parent_log[0]) wj_copy_str(wj_proc.parent_log, sizeof wj_proc.parent_log, parent);
+    wj_conns_exec_resume(lines);
+}
+
 int wj_lc_init(void) {
     // Before libc set up the environment (a preloaded library's preinit code, such as ASan's,
     // calling a hooked function), the configuration cannot be read yet: pass the call
@@ -198,6 +207,7 @@ int wj_lc_init(void) {
         wj_events_init();
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         wj_components_init();
+        exec_resume();
     }
     fire(WJ_LC_INIT, &f, 0);
     errno = saved_errno;
@@ -268,7 +278,12 @@ void wj_lc_end(int reason, int status, int has_status, const char *exec_target, 
     wj_lc_state s = wj_lc_state_now();
     if (s >= WJ_LC_ENDING || s == WJ_LC_OFF || s == WJ_LC_LOADED) return;
     if (wj_proc.end_reason == WJ_END_NONE || reason == WJ_END_EXEC) wj_proc.end_reason = reason;
-    if (reason == WJ_END_EXEC) wj_copy_str(wj_proc.exec_target, sizeof wj_proc.exec_target, exec_target ? exec_target : "");
+    if (reason == WJ_END_EXEC) {
+        wj_copy_str(wj_proc.exec_target, sizeof wj_proc.exec_target, exec_target ? exec_target : "");
+        // Here, on the exec'ing thread: its fd table is the app's (wedjat's thread has its own).
+        char carry[2048];
+        wj_exec_hint_set_carry(carry, wj_conns_exec_carry(carry, sizeof carry));
+    }
     role_before_end = wj_agent_role();
     ending_tid = wj_gettid();
     wj_final final = {ending_tid, exec_target, exec_envp};

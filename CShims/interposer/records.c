@@ -203,6 +203,15 @@ static void hint_path(char *out, size_t cap, const char *dir, int shm) {
     wj_fmt_i64(out + n + name_len, wj_proc.pid);
 }
 
+// The connections the next image goes on with (conns.c), gathered on the exec'ing thread.
+static char exec_carry[2048];
+static size_t exec_carry_len;
+
+void wj_exec_hint_set_carry(const char *lines, size_t n) {
+    exec_carry_len = n < sizeof exec_carry ? n : 0;
+    if (exec_carry_len) memcpy(exec_carry, lines, exec_carry_len);
+}
+
 void wj_exec_hint_leave(const char *raw_dir_env) {
     char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
     int shm = hint_dir(dir, sizeof dir, 1);
@@ -226,6 +235,11 @@ void wj_exec_hint_leave(const char *raw_dir_env) {
         n += wj_copy_str(buf + n, WJ_PATH_MAX, strings[i]);
     }
     buf[n++] = '\n';
+    // Then a line per connection carried over ("c ..."): older images read four lines only.
+    if (exec_carry_len && exec_carry_len <= sizeof buf - n) {
+        memcpy(buf + n, exec_carry, exec_carry_len);
+        n += exec_carry_len;
+    }
     wj_sys_write(fd, buf, n);
     wj_sys_close(fd);
 }
@@ -239,6 +253,7 @@ void wj_exec_hint_forget(void) {
     }
 }
 
+
 static char *next_line(char *p) {
     char *nl = p ? (char *)wj_strchr(p, '\n') : 0;
     if (!nl) return 0;
@@ -246,11 +261,13 @@ static char *next_line(char *p) {
     return nl + 1;
 }
 
-int wj_exec_hint_take(wj_exec_hint *out) {
-    // Only the fields read later are cleared (the struct is 1.5 KiB of mostly untouched .bss).
-    out->from[0] = out->parent[0] = out->dir[0] = 0;
-    out->exec_mono = 0;
-    char buf[5 * WJ_PATH_MAX];
+// No hint for this image: the tmpfs hint directory was empty when it started (a hint for it
+// is written before its exec, never after). Spares the take a second look.
+static int hint_none;
+
+// The hint file's text (NUL-terminated), removed when `take`; its length, <= 0 when none.
+static long hint_read(char *buf, size_t cap, int take) {
+    if (hint_none) return -1;
     char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
     long len = -1;
     for (int shm = 1; shm >= 0 && len <= 0; shm--) {
@@ -265,26 +282,54 @@ int wj_exec_hint_take(wj_exec_hint *out) {
             // An empty directory on tmpfs is 40 bytes (two entries of its nominal 20): no hint
             // in it, and none can appear for this image (its previous image wrote it before the
             // exec). The common case, and an open that would fail less.
-            if (st.st_size == 40) break;
+            if (st.st_size == 40) {
+                hint_none = 1;
+                break;
+            }
         } else {
             hint_dir(dir, sizeof dir, 0);
         }
         hint_path(path, sizeof path, dir, shm);
-        len = wj_read_file(path, buf, sizeof buf);
-        if (len > 0) syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+        len = wj_read_file(path, buf, cap - 1);
+        if (len > 0 && take) syscall(SYS_unlinkat, AT_FDCWD, path, 0);
         // The directory on tmpfs is ours and usable: an image exec'ing from here left its hint
         // there (hint_dir), never in the log directory. One lookup less per process.
         if (shm) break;
     }
+    if (len > 0) buf[len] = 0;
+    return len;
+}
+
+// Same pid and same process start time: written by this very process's previous image.
+static int hint_is_ours(const char *buf) {
+    const char *space = wj_strchr(buf, ' ');
+    return space && buf[0] >= '0' && buf[0] <= '9' && wj_parse_u64(buf, 0) == (uint64_t)wj_proc.pid &&
+           wj_parse_u64(space + 1, 0) == wj_proc_start_ticks();
+}
+
+int wj_exec_hint_carried(char *lines, size_t cap, char *parent, size_t pcap) {
+    char buf[5 * WJ_PATH_MAX];
+    if (hint_read(buf, sizeof buf, 0) <= 0 || !hint_is_ours(buf)) return 0;
+    char *line2 = next_line(buf), *line3 = next_line(line2), *line4 = next_line(line3);
+    char *rest = next_line(line4);
+    if (!rest || rest[0] != 'c') return 0;
+    wj_copy_str(parent, pcap, line3);
+    wj_copy_str(lines, cap, rest);
+    return 1;
+}
+
+int wj_exec_hint_take(wj_exec_hint *out) {
+    // Only the fields read later are cleared (the struct is 1.5 KiB of mostly untouched .bss).
+    out->from[0] = out->parent[0] = out->dir[0] = 0;
+    out->exec_mono = 0;
+    char buf[5 * WJ_PATH_MAX];
+    long len = hint_read(buf, sizeof buf, 1);
     if (len <= 0) return 0;
     char *line2 = next_line(buf), *line3 = next_line(line2), *line4 = next_line(line3);
     if (!line3) return 0;
     next_line(line4);
     char *space = (char *)wj_strchr(buf, ' ');
-    // Same pid and same process start time: written by this very process's previous image.
-    if (!space || buf[0] < '0' || buf[0] > '9' || wj_parse_u64(buf, 0) != (uint64_t)wj_proc.pid ||
-        wj_parse_u64(space + 1, 0) != wj_proc_start_ticks())
-        return 0;
+    if (!hint_is_ours(buf)) return 0;
     const char *end1;
     wj_parse_u64(space + 1, &end1);
     if (*end1 == ' ') out->exec_mono = wj_parse_u64(end1 + 1, 0);

@@ -30,6 +30,10 @@ typedef struct wj_exec_hint {
 WJ_HIDDEN int wj_exec_hint_take(wj_exec_hint *out);
 WJ_HIDDEN void wj_exec_hint_leave(const char *raw_dir_env);
 WJ_HIDDEN void wj_exec_hint_forget(void);   // the exec failed
+// The connections the next image goes on with (conns.c's lines), set before the hint is left;
+// in that image, at initialisation, the lines and its parent's log (1 when there are some).
+WJ_HIDDEN void wj_exec_hint_set_carry(const char *lines, size_t n);
+WJ_HIDDEN int wj_exec_hint_carried(char *lines, size_t cap, char *parent, size_t pcap);
 // Would the image about to be exec'd load wedjat (and why not)? NULL when it would.
 WJ_HIDDEN const char *wj_exec_unwatched_reason(const char *target, char *const envp[]);
 

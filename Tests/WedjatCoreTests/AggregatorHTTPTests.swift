@@ -187,6 +187,48 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertEqual(conn?["http_requests"] as? Int, 1)
     }
 
+    /// exec: a CGI server's framer read a request (parent); the program exec'd on the socket
+    /// resumes a fresh framer from the carried counts and writes the response: the new image
+    /// records the response-only half of exchange 0, on a connection inherited from the parent.
+    /// A framer halfway through a message cannot be carried.
+    func testExecCarriedConnectionResumesAndRecordsTheResponse() {
+        let parent = UnsafeMutablePointer<wj_h1>.allocate(capacity: 1)
+        defer { parent.deallocate() }
+        wj_h1_init(parent, 0)
+        var none = wj_h1_sink()
+        let req = Array("GET /cgi-bin/x HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
+        req.withUnsafeBufferPointer { b in
+            wj_h1_feed(parent, &none, 0, 0, b.baseAddress, 10, 10, 1)     // a request line cut short:
+        }
+        var carried = wj_h1_carried()
+        XCTAssertEqual(wj_h1_carry(parent, &carried), 0, "not between messages")
+        req.withUnsafeBufferPointer { b in
+            wj_h1_feed(parent, &none, 0, 10, b.baseAddress! + 10, b.count - 10, UInt64(b.count), 2)
+        }
+        XCTAssertEqual(wj_h1_carry(parent, &carried), 1)
+        XCTAssertEqual(carried.requests, 1)
+        XCTAssertEqual(carried.answered, 0)
+
+        let agg = makeAggregator()
+        feeder.roles[3] = Int(WJ_ROLE_SERVER)
+        let h = feeder.framer(FramingFeeder.Key(id: 3, plain: false))
+        wj_h1_resume(h, &carried)
+        var ev = open(3, role: Int(WJ_ROLE_SERVER), at: 1_001_000_000)
+        ev.flags |= UInt32(WJ_OPEN_INHERITED)
+        agg.handle(ev)
+        payload(agg, 3, out: true, offset: 0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", at: 1_002_000_000)
+        agg.handle(close(3, at: 1_003_000_000))
+        agg.flush(final: false, endMono: 1_003_000_000, tid: 0, openCounters: { _, _ in nil })
+        let http = lines.filter { $0["type"] as? String == "http" }
+        XCTAssertEqual(http.count, 1)
+        XCTAssertEqual(http.first?["status"] as? Int, 200)
+        XCTAssertEqual(http.first?["request_index"] as? Int, 0)
+        XCTAssertNil(http.first?["method"] as? String, "the request was the parent's")
+        XCTAssertNil(http.first?["error"] as? String)
+        let conn = lines.first { $0["type"] as? String == "connection" }
+        XCTAssertNotNil(conn?["inherited_from"])
+    }
+
     /// An HTTP/1.0 request answered in HTTP/1.1: `version` is the request's, and
     /// `response_version` says the response's because it differs.
     func testVersionsOfTheExchange() {

@@ -191,6 +191,21 @@ void wj_h1_feed(wj_h1 *h, const wj_h1_sink *sink, int out, uint64_t offset, cons
 // (WJ_H1_ERR_INCOMPLETE, or WJ_H1_ERR_HANDED_OFF when a forked child has the connection).
 void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono, int error);
 
+// A stream that another image of the process goes on with (a CGI program exec'd on the
+// socket its parent read a request from): its counts and the facts of the requests not yet
+// answered. wj_h1_carry says 0 when a new image could not resume it: not HTTP, a message half
+// moved, or more than 8 requests unanswered. wj_h1_resume, right after wj_h1_init, makes the
+// new image's framer go on from there (its stream offsets start at 0).
+#define WJ_H1_CARRY_FACTS 8
+typedef struct wj_h1_carried {
+    uint32_t requests;    // requests started (and ended: the request side is between messages)
+    uint32_t answered;    // responses ended
+    uint32_t announced;   // requests whose request line was seen
+    uint8_t facts[WJ_H1_CARRY_FACTS];   // WJ_H1_FACT_* of requests answered..requests-1
+} wj_h1_carried;
+int wj_h1_carry(const wj_h1 *h, wj_h1_carried *out);
+void wj_h1_resume(wj_h1 *h, const wj_h1_carried *r);
+
 static inline int wj_h1_state(const wj_h1 *h) {
     return atomic_load_explicit(&((wj_h1 *)h)->state, memory_order_relaxed);
 }
