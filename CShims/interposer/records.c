@@ -297,6 +297,7 @@ static long hint_read(char *buf, size_t cap, int take) {
         if (shm) break;
     }
     if (len > 0) buf[len] = 0;
+    else hint_none = 1;   // looked where the take would: nothing there now, nothing later
     return len;
 }
 
