@@ -8,6 +8,7 @@
 #include "process.h"
 #include "real.h"
 #include "records.h"
+#include "signals.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -175,6 +176,17 @@ static void perform(unsigned a, wj_lc_state next, const wj_final *final) {
 
 // ---------------------------------------------------------------- entry points
 
+// SIGTERM, SIGINT or SIGHUP at its default action (signals.c holds them): the log's end is
+// written as for exit (final flush on wedjat's thread, this one waiting), then the signal ends
+// the process. Only while wedjat's thread runs: a quiet process has nothing a handler could
+// safely finish (its records wait in its buffer, the aggregator is not loaded).
+static void killed_by(int sig) {
+    wj_lc_state s = wj_lc_state_now();
+    if ((s != WJ_LC_SAMPLING && s != WJ_LC_RUNNING) || wj_gate_ending() != WJ_GATE_RUN) return;
+    wj_records_end_signal(sig);
+    wj_lc_end(WJ_END_SIGNAL, 0, 0, 0, 0);
+}
+
 // An image exec'd on connections its previous image inherited and never used (a CGI
 // program on its parent's socket): it goes on with them before the app can touch them.
 static void exec_resume(void) {
@@ -208,6 +220,7 @@ int wj_lc_init(void) {
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         wj_components_init();
         exec_resume();
+        wj_signal_watch_fatal(killed_by);
     }
     fire(WJ_LC_INIT, &f, 0);
     errno = saved_errno;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -551,8 +552,21 @@ size_t wj_format_exec_failed(char *buf, size_t cap, uint64_t now, int tid) {
     return done(&j);
 }
 
+static int end_signal;
+void wj_records_end_signal(int sig) { end_signal = sig; }
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    default: return 0;
+    }
+}
+
 static const char *end_reason_name(int reason) {
     switch (reason) {
+    case WJ_END_SIGNAL: return "signal";
     case WJ_END__EXIT: return "_exit";
     case WJ_END_QUICK_EXIT: return "quick_exit";
     case WJ_END_ABORT: return "abort";
@@ -576,7 +590,8 @@ size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const
     header(&j, "process_end", now, tid);
     int reason = wj_proc.end_reason;
     wj_json_str(&j, "reason", end_reason_name(reason));
-    if (reason != WJ_END_EXEC && reason != WJ_END_ABORT && wj_proc.has_exit_status)
+    if (reason == WJ_END_SIGNAL && signal_name(end_signal)) wj_json_str(&j, "signal", signal_name(end_signal));
+    if (reason != WJ_END_EXEC && reason != WJ_END_ABORT && reason != WJ_END_SIGNAL && wj_proc.has_exit_status)
         wj_json_int(&j, "exit_status", wj_proc.exit_status);
     else
         wj_json_null(&j, "exit_status");

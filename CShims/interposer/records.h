@@ -37,6 +37,8 @@ WJ_HIDDEN int wj_exec_hint_carried(char *lines, size_t cap, char *parent, size_t
 // Would the image about to be exec'd load wedjat (and why not)? NULL when it would.
 WJ_HIDDEN const char *wj_exec_unwatched_reason(const char *target, char *const envp[]);
 
+// The signal that ends the image (process_end reason "signal").
+WJ_HIDDEN void wj_records_end_signal(int sig);
 WJ_HIDDEN size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint);
 WJ_HIDDEN size_t wj_format_fork(char *buf, size_t cap, const wj_event *ev);
 WJ_HIDDEN size_t wj_format_drops(char *buf, size_t cap, uint64_t now, uint64_t events, uint64_t records);

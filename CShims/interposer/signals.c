@@ -21,6 +21,9 @@
 #include "sys_raw.h"
 
 #define WJ_NSIG 65
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000   // the kernel's (glibc sets it on every action, its headers hide it)
+#endif
 
 typedef struct {
     void *fn;        // the app's handler (sa_handler or sa_sigaction)
@@ -32,9 +35,11 @@ typedef struct {
     app_handler slot[2];
     _Atomic int active;   // the slot whose trampoline the kernel holds (when `ours`)
     _Atomic int writing;  // a sigaction() for this signal is under way
+    struct sigaction held;  // a held SIG_DFL (signals.h): the entry the kernel would show
 } disposition;
 
 static disposition disp[WJ_NSIG];
+static int hold_default(int sig, disposition *d, const struct sigaction *view);
 
 // wedjat's own signal: its handler, and what the app set on that number meanwhile (the kernel
 // keeps wedjat's registration: SA_RESTART, so a sample never makes a call return EINTR).
@@ -45,6 +50,37 @@ static struct sigaction private_app;   // the app's own action on that number
 static _Atomic uint32_t private_app_seq;
 
 int wj_signal_private(void) { return atomic_load(&private_sig); }
+
+// SIG_DFL of a signal whose default ends the process, held by wedjat (signals.h): its slot's
+// handler is this marker.
+static void (*on_fatal_signal)(int);
+static void default_marker(int sig) { (void)sig; }
+#define DFL_HELD ((void *)default_marker)
+
+static int fatal_watched(int sig) {
+    return on_fatal_signal && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP);
+}
+
+static int is_default(const struct sigaction *a) {
+    return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+}
+
+// The default action, after wedjat wrote the log's end: the disposition back to SIG_DFL, the
+// signal sent again to this thread and unblocked: the kernel ends the process with it.
+static void fatal_default(int sig) {
+    int err = errno;
+    if (!(wj_self.flags & WJ_T_VFORK) && syscall(SYS_getpid) == wj_context_pid) on_fatal_signal(sig);
+    struct sigaction d;
+    memset(&d, 0, sizeof d);
+    d.sa_handler = SIG_DFL;
+    WJ_REAL(sigaction)(sig, &d, 0);
+    syscall(SYS_tgkill, (int)syscall(SYS_getpid), (int)syscall(SYS_gettid), sig);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    pthread_sigmask(SIG_UNBLOCK, &s, 0);
+    errno = err;   // not reached: the signal ended the process
+}
 
 int wj_signal_is_ours(const siginfo_t *si) {
     return si && si->si_code == SI_QUEUE && si->si_pid == wj_context_pid && si->si_value.sival_int == private_magic;
@@ -113,6 +149,10 @@ static void dispatch(int which, int sig, siginfo_t *si, void *uc) {
     if (sig <= 0 || sig >= WJ_NSIG) return;
     app_handler h = disp[sig].slot[which];
     if (!h.fn) return;
+    if (h.fn == DFL_HELD) {
+        fatal_default(sig);
+        return;
+    }
     run_app_handler(&h, sig, si, uc, 0);
 }
 
@@ -136,6 +176,10 @@ static void app_view(int sig, struct sigaction *k) {
     int which = is_trampoline(k);
     if (which < 0 || sig <= 0 || sig >= WJ_NSIG) return;
     const app_handler *h = &disp[sig].slot[which];
+    if (h->fn == DFL_HELD) {   // the app's SIG_DFL, as the kernel would show it
+        *k = disp[sig].held;
+        return;
+    }
     if (h->siginfo) {
         k->sa_sigaction = (void (*)(int, siginfo_t *, void *))h->fn;
     } else {
@@ -199,6 +243,8 @@ int wj_hook_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
             k.sa_sigaction = next ? trampoline1 : trampoline0;
             r = WJ_REAL(sigaction)(sig, &k, 0);
             if (r == 0) atomic_store(&d->active, next);
+        } else if (fatal_watched(sig) && is_default(act)) {
+            r = hold_default(sig, d, act);
         } else {
             r = WJ_REAL(sigaction)(sig, act, 0);
         }
@@ -260,6 +306,49 @@ sighandler_t wj_hook_sigset(int sig, sighandler_t disp_) {
     if (wj_hook_sigaction(sig, &act, &oact) < 0) return SIG_ERR;
     if (pthread_sigmask(SIG_UNBLOCK, &set, &oset) != 0) return SIG_ERR;
     return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
+}
+
+// Installs the trampoline with the held-default marker (the caller holds d->writing). `view`:
+// the app's SIG_DFL as it set it (the kernel then holds its flags and mask with glibc's
+// SA_RESTORER and restorer), or as an untouched entry reads (all zero) when 0.
+static int hold_default(int sig, disposition *d, const struct sigaction *view) {
+    int next = 1 - atomic_load(&d->active);
+    d->slot[next].fn = DFL_HELD;
+    d->slot[next].siginfo = 0;
+    d->slot[next].onstack = 0;
+    struct sigaction k;
+    memset(&k, 0, sizeof k);
+    k.sa_sigaction = next ? trampoline1 : trampoline0;
+    k.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&k.sa_mask);
+    int r = WJ_REAL(sigaction)(sig, &k, 0);
+    if (r == 0) {
+        memset(&d->held, 0, sizeof d->held);
+        if (view) {
+            struct sigaction now;
+            d->held.sa_handler = SIG_DFL;
+            d->held.sa_flags = view->sa_flags;
+            d->held.sa_mask = view->sa_mask;
+            if (WJ_REAL(sigaction)(sig, 0, &now) == 0) {   // glibc's restorer, as it set it
+                d->held.sa_flags |= now.sa_flags & SA_RESTORER;
+                d->held.sa_restorer = now.sa_restorer;
+            }
+        }
+        atomic_store(&d->active, next);
+    }
+    return r;
+}
+
+void wj_signal_watch_fatal(void (*on_fatal)(int sig)) {
+    on_fatal_signal = on_fatal;
+    const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        disposition *d = &disp[sigs[i]];
+        begin_write(d);
+        struct sigaction cur;
+        if (WJ_REAL(sigaction)(sigs[i], 0, &cur) == 0 && is_default(&cur)) hold_default(sigs[i], d, 0);
+        end_write(d);
+    }
 }
 
 int wj_signal_claim_private(void (*handler)(int, siginfo_t *, void *), int magic) {

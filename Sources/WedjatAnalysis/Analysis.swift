@@ -75,7 +75,8 @@ public struct ProcessLog: Sendable {
     /// Only `process_end` carries these: 0 for a killed process (unknown).
     public var captureDropped: Int64 { end?.captureDropped ?? 0 }
     public var untrackedConnections: Int64 { end?.untrackedConnections ?? 0 }
-    public var killed: Bool { end == nil }
+    /// Killed: no end hook ran, or a signal's default action ended it after wedjat wrote the end.
+    public var killed: Bool { end == nil || end?.reason == "signal" }
 
     mutating func add(_ record: Record) {
         firstTs = Swift.min(firstTs, record.ts)

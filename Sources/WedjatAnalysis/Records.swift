@@ -482,9 +482,13 @@ public struct ProcessEnd: Sendable, Equatable {
     public var untrackedConnections: Int64
     /// Capture-ring slots lost: HTTP exchanges they cut short carry `error: "desync"`.
     public var captureDropped: Int64
+    /// Reason `signal`: the signal whose default action ended the process (`SIGTERM`, ...).
+    public var signal: String?
     public init(ts: Int64, pid: Int, tid: Int? = nil, reason: String, exitStatus: Int? = nil, durationUs: Int64? = nil,
                 records: [String: Int64] = [:], droppedEvents: Int64 = 0, droppedRecords: Int64 = 0,
-                openConnections: Int64 = 0, untrackedConnections: Int64 = 0, captureDropped: Int64 = 0) {
+                openConnections: Int64 = 0, untrackedConnections: Int64 = 0, captureDropped: Int64 = 0,
+                signal: String? = nil) {
+        self.signal = signal
         self.ts = ts; self.pid = pid; self.tid = tid; self.reason = reason; self.exitStatus = exitStatus
         self.durationUs = durationUs; self.records = records; self.droppedEvents = droppedEvents
         self.droppedRecords = droppedRecords; self.openConnections = openConnections
@@ -685,7 +689,8 @@ extension Record {
                 droppedEvents: try f.int64("dropped_events") ?? 0, droppedRecords: try f.int64("dropped_records") ?? 0,
                 openConnections: try f.int64("open_connections") ?? 0,
                 untrackedConnections: try f.int64("untracked_connections") ?? 0,
-                captureDropped: try f.int64("capture_dropped") ?? 0))
+                captureDropped: try f.int64("capture_dropped") ?? 0,
+                signal: try f.string("signal")))
         }
     }
 }

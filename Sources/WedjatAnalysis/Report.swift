@@ -295,6 +295,7 @@ extension Report {
                 switch end.reason {
                 case "exec": status = next.map { "exec → \(logs[$0].program)" } ?? "exec"
                 case "exit", "_exit", "quick_exit": status = "\(end.reason) \(end.exitStatus.map(String.init) ?? "?")"
+                case "signal": status = "killed by \(end.signal ?? "a signal")"
                 default: status = end.reason
                 }
             } else {
@@ -342,7 +343,7 @@ extension Report {
         // Warnings: unfinished processes first, then the library's, then input problems. What
         // was dropped is the DROPS section.
         var warnings: [WarningItem] = []
-        for l in logs where l.killed {
+        for l in logs where l.end == nil {
             let msg = "no process_end: killed by a signal, or still running"
             warnings.append(WarningItem(kind: "no_end", file: l.path, line: nil, pid: l.pid, message: msg,
                                         text: "pid \(l.pid) \(l.program): \(msg) (\(l.fileName))"))

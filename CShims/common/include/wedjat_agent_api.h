@@ -20,6 +20,7 @@ enum {
     WJ_END_QUICK_EXIT = 3,
     WJ_END_ABORT = 4,
     WJ_END_EXEC = 5,
+    WJ_END_SIGNAL = 6,      // SIGTERM, SIGINT or SIGHUP at their default action (signals.h)
 };
 
 // Ordered for a short process's page faults: what every image touches (the scalars, then the

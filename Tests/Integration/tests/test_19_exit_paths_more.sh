@@ -3,8 +3,9 @@
 # blocked in read(), _exit() from a SIGALRM handler, main calling pthread_exit() (the process
 # ends when its last thread returns), and SIGTERM (default action) / SIGKILL. Exit status and
 # output as without wedjat; every line of every log parses; process_end has the right reason
-# and status, and is absent for the signals (documented), where the connection closed before
-# is still flushed.
+# and status; SIGTERM at its default action writes process_end reason "signal" before the
+# signal ends the process (test 80); SIGKILL leaves none (documented), where the connection
+# closed before is still flushed.
 . "$WJ_LIB/common.sh"
 
 run_mode() {  # MODE WANT_RC REASON STATUS
@@ -44,7 +45,7 @@ else
     grep -qx 'atexit ran' mpe.out || soft_fail "main_pthread_exit: the atexit handler did not run with wedjat"
 fi
 
-# killed by signals after the connection: whole lines, no process_end
+# killed by signals after the connection: whole lines; process_end for SIGTERM only
 for sig in TERM KILL; do
     wj_bg "wait_$sig" "logs_$sig" "$FIXTURES/rel_exit2" wait
     pid=$BG_PID
@@ -94,9 +95,14 @@ if expect(end is not None, "handler_exit: no process_end"):
 
 for sig in ("TERM", "KILL"):
     log = the_log(sig)
-    expect_eq(log.end, None, f"SIG{sig}: process_end of a killed process")
+    if sig == "TERM":
+        end = log.end or {}
+        expect_eq((end.get("reason"), end.get("signal"), end.get("exit_status")), ("signal", "SIGTERM", None),
+                  "SIGTERM: process_end written before the signal ended the process")
+    else:
+        expect_eq(log.end, None, f"SIG{sig}: process_end of a killed process")
     expect_eq(len(log.records("connection")), 2, f"SIG{sig}: connection records flushed before the signal")
-    print(f"SIG{sig}: ok, {len(log.records_all)} records, no process_end")
+    print(f"SIG{sig}: ok, {len(log.records_all)} records")
 PY
 [ $? = 0 ] || SOFT_FAILS=$((SOFT_FAILS + 1))
 finish
