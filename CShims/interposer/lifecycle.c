@@ -54,6 +54,8 @@ static void run_state_for(wj_lc_state s) {
     atomic_store(&wj_run_state, run);
 }
 
+static void killed_by(int sig);
+
 static void perform(unsigned a, wj_lc_state next, const wj_final *final);
 
 // One event: the transition, then its actions. Returns the actions performed.
@@ -154,6 +156,10 @@ static void perform(unsigned a, wj_lc_state next, const wj_final *final) {
         int role = (a & WJ_LC_DO_START_AGENT) || next == WJ_LC_RUNNING ? WJ_ROLE_FULL : WJ_ROLE_SAMPLER;
         if (role == WJ_ROLE_FULL) atomic_store(&network_seen_without_agent, 0);
         if (!wj_agent_start(role)) thread_did_not_start();
+        // From now on a default SIGTERM can be given the log's end first (killed_by): held
+        // once per image, and not before (a short process pays nothing for it).
+        static _Atomic int fatal_held;
+        if (!atomic_exchange(&fatal_held, 1)) wj_signal_watch_fatal(killed_by);
     }
     if (a & WJ_LC_DO_PROMOTE) wj_agent_promote();
     if (a & WJ_LC_DO_STOP_THREAD) wj_agent_stop();
@@ -220,7 +226,6 @@ int wj_lc_init(void) {
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         wj_components_init();
         exec_resume();
-        wj_signal_watch_fatal(killed_by);
     }
     fire(WJ_LC_INIT, &f, 0);
     errno = saved_errno;

@@ -21,6 +21,7 @@ WJ_HIDDEN int wj_signal_is_ours(const siginfo_t *si);
 // SIGTERM, SIGINT and SIGHUP while the app leaves them at their default action (to end the
 // process): wedjat holds them, calls `on_fatal` (which writes the log's end) and then ends the
 // process with the same signal, as the default action would have. The app sees SIG_DFL; its
-// own handler or SIG_IGN replaces wedjat's, its SIG_DFL brings it back. Not from a handler.
+// own handler or SIG_IGN replaces wedjat's, its SIG_DFL brings it back. Called once, when
+// wedjat's thread starts (before, a signal finds nothing to finish). Not from a handler.
 WJ_HIDDEN void wj_signal_watch_fatal(void (*on_fatal)(int sig));
 #endif
