@@ -3,13 +3,10 @@
 // allocation (chunks are mmap'ed), no locks; every shared field is a relaxed atomic.
 #include "conns.h"
 #include "events.h"
-#include "framing.h"
 #include "process.h"
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <fcntl.h>
 #include <sys/syscall.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,6 +23,15 @@ _Atomic uint32_t wj_forks;
 uint64_t wj_untracked_fds;
 
 uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
+
+void wj_conn_ids_next(uint64_t id) { atomic_store(&wj_conn_counter, id ? id - 1 : 0); }
+
+void wj_conn_ids_after(uint64_t id) {
+    if (atomic_load(&wj_conn_counter) < id) atomic_store(&wj_conn_counter, id);
+}
+
+static _Atomic(wj_conn_end_fn) conn_end_hook;
+void wj_conns_on_end(wj_conn_end_fn fn) { atomic_store_explicit(&conn_end_hook, fn, memory_order_release); }
 
 // A zeroed chunk the first time it is needed; mmap, not malloc: no allocator lock here.
 static void *chunk(_Atomic(void *) *cell, size_t bytes) {
@@ -122,7 +128,8 @@ static int end_conn(wj_conn *c, uint32_t slot, int fd, uint64_t now, wj_event *e
     if (WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) return 0;
     int forked = WJ_LOAD(c->fork_epoch) != atomic_load_explicit(&wj_forks, memory_order_relaxed);
     // What its framers hold goes first (their events carry this time: before the close's).
-    if (WJ_LOAD(c->http)) wj_framing_end(c, ev->conn_id, now, forked);
+    wj_conn_end_fn end_hook = atomic_load_explicit(&conn_end_hook, memory_order_acquire);
+    if (WJ_LOAD(c->http) && end_hook) end_hook(c, ev->conn_id, now, forked);
     if (atomic_exchange(&c->connecting, 0)) atomic_fetch_sub(&wj_connecting_count, 1);
     atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
     ev->kind = WJ_EV_CONN_CLOSE;
@@ -199,8 +206,6 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->dns53, 0);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
-    // Framed from its first byte: the fd is not the app's yet, so no other thread races this.
-    if (WJ_LOAD(c->http)) wj_framing_open(c, slot, role != WJ_ROLE_SERVER);
     set_fd_ref(fd, wj_ref_make(c));
     *slot_out = slot;
     return c;
@@ -301,105 +306,4 @@ int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out) {
     out->conn_slot = slot;
     copy_counters(-1, c, out);
     return 1;
-}
-
-// ---------------------------------------------------------------- exec carry
-
-static int fd_socket_ino(int fd, uint64_t *ino) {
-    struct stat st;
-    if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
-    *ino = (uint64_t)st.st_ino;
-    return 1;
-}
-
-static char *put_u64(char *p, char *end, uint64_t v) {
-    char tmp[24];
-    int n = 0;
-    do tmp[n++] = (char)('0' + v % 10); while ((v /= 10) && n < 24);
-    while (n && p < end) *p++ = tmp[--n];
-    if (p < end) *p++ = ' ';
-    return p;
-}
-
-size_t wj_conns_exec_carry(char *buf, size_t cap) {
-    char *p = buf, *end = buf + cap;
-    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
-        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
-        if (!chunk) continue;
-        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
-            uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
-            if (!ref) continue;
-            int fd = (int)((k << WJ_FD_CHUNK_BITS) | i);
-            wj_conn *c = wj_ref_conn(ref);
-            uint64_t id = WJ_LOAD(c->conn_id), ino;
-            wj_h1_carried r;
-            if (!id || !(WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) || WJ_LOAD(c->tls) || WJ_LOAD(c->transport) == WJ_TRANSPORT_UDP)
-                continue;
-            long fl = syscall(SYS_fcntl, fd, F_GETFD);
-            if (fl < 0 || (fl & FD_CLOEXEC) || !fd_socket_ino(fd, &ino) || !wj_framing_carry(c, &r)) continue;
-            if (end - p < 160) return (size_t)(p - buf);
-            *p++ = 'c';
-            *p++ = ' ';
-            uint64_t v[9] = {(uint64_t)fd, id, WJ_LOAD(c->role), WJ_LOAD(c->transport), WJ_LOAD(c->family), ino,
-                             r.requests, r.answered, r.announced};
-            for (int j = 0; j < 9; j++) p = put_u64(p, end, v[j]);
-            for (int j = 0; j < WJ_H1_CARRY_FACTS; j++) p = put_u64(p, end, r.facts[j]);
-            p[-1] = '\n';
-        }
-    }
-    return (size_t)(p - buf);
-}
-
-static const char *get_u64(const char *p, uint64_t *v) {
-    uint64_t x = 0;
-    int any = 0;
-    while (*p == ' ') p++;
-    while (*p >= '0' && *p <= '9') {
-        x = x * 10 + (uint64_t)(*p++ - '0');
-        any = 1;
-    }
-    *v = x;
-    return any ? p : 0;
-}
-
-void wj_conns_exec_resume(const char *lines) {
-    uint64_t max_id = 0, now = wj_now_ns();
-    const char *p = lines;
-    while (p && *p) {
-        const char *eol = p;
-        while (*eol && *eol != '\n') eol++;
-        uint64_t v[9 + WJ_H1_CARRY_FACTS];
-        const char *q = p[0] == 'c' && p[1] == ' ' ? p + 2 : 0;
-        int n = 0;
-        while (q && n < 9 + WJ_H1_CARRY_FACTS && (q = get_u64(q, &v[n]))) n++;
-        p = *eol ? eol + 1 : eol;
-        if (n != 9 + WJ_H1_CARRY_FACTS || v[0] > INT32_MAX || !v[1]) continue;
-        int fd = (int)v[0];
-        uint64_t ino;
-        if (!fd_socket_ino(fd, &ino) || ino != v[5] || wj_fd_ref(fd)) continue;   // not that socket any more
-        wj_conn *c = 0;
-        // Another fd of the same connection (dup2'ed onto stdin and stdout) shares it.
-        for (unsigned k = 0; k < WJ_FD_CHUNKS && !c; k++) {
-            _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
-            for (unsigned i = 0; chunk && i < WJ_FD_CHUNK && !c; i++) {
-                uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
-                if (ref && WJ_LOAD(wj_ref_conn(ref)->conn_id) == v[1]) c = wj_ref_conn(ref);
-            }
-        }
-        if (c) {
-            wj_fd_add_ref(fd, wj_ref_make(c));
-            continue;
-        }
-        atomic_store(&wj_conn_counter, v[1] - 1);   // it keeps its id: the parent's log names it so
-        uint32_t slot;
-        c = wj_conn_new(fd, (int)v[3], (int)v[4], (int)v[2], now, &slot);
-        if (!c) continue;
-        if (v[1] > max_id) max_id = v[1];
-        wj_h1_carried r = {(uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], {0}};
-        for (int j = 0; j < WJ_H1_CARRY_FACTS; j++) r.facts[j] = (uint8_t)v[9 + j];
-        if (WJ_LOAD(c->http)) wj_framing_resume(c, &r);
-        atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);
-    }
-    // This image's own connections are numbered after the ones it goes on with.
-    if (atomic_load(&wj_conn_counter) < max_id) atomic_store(&wj_conn_counter, max_id);
 }

@@ -115,13 +115,14 @@ WJ_HIDDEN void wj_close_tracked_range(unsigned lo, unsigned hi);
 // socket), marked WJ_WATCH_INHERITED until its first use of them; the pool's generation moves
 // on. In the parent, after a fork: connections open now may be used by the child.
 WJ_HIDDEN void wj_conns_forked(void);
-// exec, on the exec'ing thread (the app's fd table): the connections this image inherited
-// from its parent and never used, whose fds survive the exec and whose HTTP/1 stream can go on
-// (a CGI program exec'd on the socket): one line each for the exec hint ("c fd conn_id ...").
-// The next image, at initialisation, goes on with them (wj_conns_exec_resume): the same
-// connection ids, still marked inherited, framed from where the parent left them.
-WJ_HIDDEN size_t wj_conns_exec_carry(char *buf, size_t cap);
-WJ_HIDDEN void wj_conns_exec_resume(const char *lines);
+// The HTTP framers' end of a connection (framing.c registers it with its first framer): called
+// by the one caller that ends the connection, before its close event.
+typedef void (*wj_conn_end_fn)(wj_conn *c, uint64_t conn_id, uint64_t now, int handed_off);
+WJ_HIDDEN void wj_conns_on_end(wj_conn_end_fn fn);
+// Connection ids: the next one to give (a connection carried through exec keeps its id), and
+// none at or below `id` from now on.
+WJ_HIDDEN void wj_conn_ids_next(uint64_t id);
+WJ_HIDDEN void wj_conn_ids_after(uint64_t id);
 WJ_HIDDEN void wj_conns_fork_parent(void);
 WJ_HIDDEN extern _Atomic uint32_t wj_forks;
 WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table

@@ -9,7 +9,9 @@
 #include "wedjat_http2_walk.h"
 #include <stddef.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include "sys_raw.h"
 
@@ -142,7 +144,12 @@ static void start(wj_conn *c, uint32_t slot, int stream, int client) {
                                           (client ? WJ_WATCH_CLIENT : 0)));
 }
 
-void wj_framing_open(wj_conn *c, uint32_t slot, int client) { start(c, slot, WJ_STREAM_RAW, client); }
+void wj_framing_open(wj_conn *c, uint32_t slot, int client) {
+    static _Atomic int registered;
+    if (!atomic_load_explicit(&registered, memory_order_relaxed) && !atomic_exchange(&registered, 1))
+        wj_conns_on_end(wj_framing_end);
+    start(c, slot, WJ_STREAM_RAW, client);
+}
 
 int wj_framing_carry(wj_conn *c, wj_h1_carried *out) {
     sink_ctx s;
@@ -334,4 +341,108 @@ void wj_framing_end_all(uint64_t now) {
                 end_one(c, slot, id, stream, now, 0);
             }
         }
+}
+
+// ---------------------------------------------------------------- exec carry (framing.h)
+
+static int fd_socket_ino(int fd, uint64_t *ino) {
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+    *ino = (uint64_t)st.st_ino;
+    return 1;
+}
+
+static char *put_u64(char *p, char *end, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10); while ((v /= 10) && n < 24);
+    while (n && p < end) *p++ = tmp[--n];
+    if (p < end) *p++ = ' ';
+    return p;
+}
+
+size_t wj_framing_exec_carry(char *buf, size_t cap) {
+    char *p = buf, *end = buf + cap;
+    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
+        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
+            uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
+            if (!ref) continue;
+            int fd = (int)((k << WJ_FD_CHUNK_BITS) | i);
+            wj_conn *c = wj_ref_conn(ref);
+            uint64_t id = WJ_LOAD(c->conn_id), ino;
+            wj_h1_carried r;
+            if (!id || !(WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) || WJ_LOAD(c->tls) || WJ_LOAD(c->transport) == WJ_TRANSPORT_UDP)
+                continue;
+            long fl = syscall(SYS_fcntl, fd, F_GETFD);
+            if (fl < 0 || (fl & FD_CLOEXEC) || !fd_socket_ino(fd, &ino) || !wj_framing_carry(c, &r)) continue;
+            if (end - p < 160) return (size_t)(p - buf);
+            *p++ = 'c';
+            *p++ = ' ';
+            uint64_t v[9] = {(uint64_t)fd, id, WJ_LOAD(c->role), WJ_LOAD(c->transport), WJ_LOAD(c->family), ino,
+                             r.requests, r.answered, r.announced};
+            for (int j = 0; j < 9; j++) p = put_u64(p, end, v[j]);
+            for (int j = 0; j < WJ_H1_CARRY_FACTS; j++) p = put_u64(p, end, r.facts[j]);
+            p[-1] = '\n';
+        }
+    }
+    return (size_t)(p - buf);
+}
+
+static const char *get_u64(const char *p, uint64_t *v) {
+    uint64_t x = 0;
+    int any = 0;
+    while (*p == ' ') p++;
+    while (*p >= '0' && *p <= '9') {
+        x = x * 10 + (uint64_t)(*p++ - '0');
+        any = 1;
+    }
+    *v = x;
+    return any ? p : 0;
+}
+
+void wj_framing_exec_resume(const char *lines) {
+    uint64_t max_id = 0, now = wj_now_ns();
+    const char *p = lines;
+    while (p && *p) {
+        const char *eol = p;
+        while (*eol && *eol != '\n') eol++;
+        uint64_t v[9 + WJ_H1_CARRY_FACTS];
+        const char *q = p[0] == 'c' && p[1] == ' ' ? p + 2 : 0;
+        int n = 0;
+        while (q && n < 9 + WJ_H1_CARRY_FACTS && (q = get_u64(q, &v[n]))) n++;
+        p = *eol ? eol + 1 : eol;
+        if (n != 9 + WJ_H1_CARRY_FACTS || v[0] > INT32_MAX || !v[1]) continue;
+        int fd = (int)v[0];
+        uint64_t ino;
+        if (!fd_socket_ino(fd, &ino) || ino != v[5] || wj_fd_ref(fd)) continue;   // not that socket any more
+        wj_conn *c = 0;
+        // Another fd of the same connection (dup2'ed onto stdin and stdout) shares it.
+        for (unsigned k = 0; k < WJ_FD_CHUNKS && !c; k++) {
+            _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
+            for (unsigned i = 0; chunk && i < WJ_FD_CHUNK && !c; i++) {
+                uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
+                if (ref && WJ_LOAD(wj_ref_conn(ref)->conn_id) == v[1]) c = wj_ref_conn(ref);
+            }
+        }
+        if (c) {
+            wj_fd_add_ref(fd, wj_ref_make(c));
+            continue;
+        }
+        wj_conn_ids_next(v[1]);   // it keeps its id: the parent's log names it so
+        uint32_t slot;
+        c = wj_conn_new(fd, (int)v[3], (int)v[4], (int)v[2], now, &slot);
+        if (!c) continue;
+        if (v[1] > max_id) max_id = v[1];
+        wj_h1_carried r = {(uint32_t)v[6], (uint32_t)v[7], (uint32_t)v[8], {0}};
+        for (int j = 0; j < WJ_H1_CARRY_FACTS; j++) r.facts[j] = (uint8_t)v[9 + j];
+        if (WJ_LOAD(c->http)) {
+            wj_framing_open(c, slot, (int)v[2] != WJ_ROLE_SERVER);
+            wj_framing_resume(c, &r);
+        }
+        atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);
+    }
+    // This image's own connections are numbered after the ones it goes on with.
+    wj_conn_ids_after(max_id);
 }

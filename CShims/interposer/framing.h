@@ -41,4 +41,11 @@ WJ_HIDDEN void wj_framing_end_all(uint64_t now);
 // cannot go on, wedjat_http1.h wj_h1_carry); in that image, its framer resumes from there.
 WJ_HIDDEN int wj_framing_carry(struct wj_conn *c, wj_h1_carried *out);
 WJ_HIDDEN void wj_framing_resume(struct wj_conn *c, const wj_h1_carried *r);
+// exec, on the exec'ing thread (the app's fd table): the connections this image inherited
+// from its parent and never used, whose fds survive the exec and whose HTTP/1 stream can go on
+// (a CGI program exec'd on the socket): one line each for the exec hint ("c fd conn_id ...").
+// The next image, at initialisation, goes on with them (wj_framing_exec_resume): the same
+// connection ids, still marked inherited, framed from where the parent left them.
+WJ_HIDDEN size_t wj_framing_exec_carry(char *buf, size_t cap);
+WJ_HIDDEN void wj_framing_exec_resume(const char *lines);
 #endif

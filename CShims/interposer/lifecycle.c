@@ -5,6 +5,7 @@
 #include "conns.h"
 #include "context.h"
 #include "events.h"
+#include "framing.h"
 #include "process.h"
 #include "real.h"
 #include "records.h"
@@ -199,7 +200,7 @@ static void exec_resume(void) {
     char lines[2048], parent[WJ_PATH_MAX];
     if (!wj_exec_hint_carried(lines, sizeof lines, parent, sizeof parent)) return;
     if (!wj_proc.parent_log[0]) wj_copy_str(wj_proc.parent_log, sizeof wj_proc.parent_log, parent);
-    wj_conns_exec_resume(lines);
+    wj_framing_exec_resume(lines);
 }
 
 int wj_lc_init(void) {
@@ -300,7 +301,7 @@ void wj_lc_end(int reason, int status, int has_status, const char *exec_target, 
         wj_copy_str(wj_proc.exec_target, sizeof wj_proc.exec_target, exec_target ? exec_target : "");
         // Here, on the exec'ing thread: its fd table is the app's (wedjat's thread has its own).
         char carry[2048];
-        wj_exec_hint_set_carry(carry, wj_conns_exec_carry(carry, sizeof carry));
+        wj_exec_hint_set_carry(carry, wj_framing_exec_carry(carry, sizeof carry));
     }
     role_before_end = wj_agent_role();
     ending_tid = wj_gettid();

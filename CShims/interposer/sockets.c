@@ -3,6 +3,7 @@
 #include "sockets.h"
 #include "conns.h"
 #include "events.h"
+#include "framing.h"
 #include "hooks.h"
 #include "lifecycle.h"
 #include "process.h"
@@ -102,6 +103,8 @@ static wj_conn *track(int fd, wj_event *ev) {
     wj_conn *c = wj_conn_new(fd, ev->transport, ev->peer.family ? ev->peer.family : ev->local.family,
                              ev->role, ev->t_start, &slot);
     if (!c) return 0;
+    // Framed from its first byte: the fd is not the app's yet, so no other thread races this.
+    if (WJ_LOAD(c->http)) wj_framing_open(c, slot, ev->role != WJ_ROLE_SERVER);
     ev->conn_id = WJ_LOAD(c->conn_id);
     ev->conn_slot = slot;
     wj_push(ev);
