@@ -240,6 +240,17 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
     }
 }
 
+void wj_fds_each(int (*fn)(int fd, wj_conn *c, void *ctx), void *ctx) {
+    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
+        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
+            uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
+            if (ref && fn((int)((k << WJ_FD_CHUNK_BITS) | i), wj_ref_conn(ref), ctx)) return;
+        }
+    }
+}
+
 void wj_conns_fork_parent(void) { atomic_fetch_add(&wj_forks, 1); }
 
 void wj_conns_forked(void) {

@@ -123,6 +123,8 @@ WJ_HIDDEN void wj_conns_on_end(wj_conn_end_fn fn);
 // none at or below `id` from now on.
 WJ_HIDDEN void wj_conn_ids_next(uint64_t id);
 WJ_HIDDEN void wj_conn_ids_after(uint64_t id);
+// Calls fn for every fd the table holds, with its connection, until fn returns nonzero.
+WJ_HIDDEN void wj_fds_each(int (*fn)(int fd, wj_conn *c, void *ctx), void *ctx);
 WJ_HIDDEN void wj_conns_fork_parent(void);
 WJ_HIDDEN extern _Atomic uint32_t wj_forks;
 WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table

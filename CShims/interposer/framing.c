@@ -361,33 +361,46 @@ static char *put_u64(char *p, char *end, uint64_t v) {
     return p;
 }
 
+typedef struct {
+    char *p, *end;
+} carry_out;
+
+static int carry_one(int fd, wj_conn *c, void *ctx) {
+    carry_out *o = ctx;
+    uint64_t id = WJ_LOAD(c->conn_id), ino;
+    wj_h1_carried r;
+    if (!id || !(WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) || WJ_LOAD(c->tls) || WJ_LOAD(c->transport) == WJ_TRANSPORT_UDP)
+        return 0;
+    long fl = syscall(SYS_fcntl, fd, F_GETFD);
+    if (fl < 0 || (fl & FD_CLOEXEC) || !fd_socket_ino(fd, &ino) || !wj_framing_carry(c, &r)) return 0;
+    if (o->end - o->p < 160) return 1;   // full: the rest stays behind
+    *o->p++ = 'c';
+    *o->p++ = ' ';
+    uint64_t v[9] = {(uint64_t)fd, id, WJ_LOAD(c->role), WJ_LOAD(c->transport), WJ_LOAD(c->family), ino,
+                     r.requests, r.answered, r.announced};
+    for (int j = 0; j < 9; j++) o->p = put_u64(o->p, o->end, v[j]);
+    for (int j = 0; j < WJ_H1_CARRY_FACTS; j++) o->p = put_u64(o->p, o->end, r.facts[j]);
+    o->p[-1] = '\n';
+    return 0;
+}
+
 size_t wj_framing_exec_carry(char *buf, size_t cap) {
-    char *p = buf, *end = buf + cap;
-    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
-        _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
-        if (!chunk) continue;
-        for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
-            uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
-            if (!ref) continue;
-            int fd = (int)((k << WJ_FD_CHUNK_BITS) | i);
-            wj_conn *c = wj_ref_conn(ref);
-            uint64_t id = WJ_LOAD(c->conn_id), ino;
-            wj_h1_carried r;
-            if (!id || !(WJ_LOAD(c->watch) & WJ_WATCH_INHERITED) || WJ_LOAD(c->tls) || WJ_LOAD(c->transport) == WJ_TRANSPORT_UDP)
-                continue;
-            long fl = syscall(SYS_fcntl, fd, F_GETFD);
-            if (fl < 0 || (fl & FD_CLOEXEC) || !fd_socket_ino(fd, &ino) || !wj_framing_carry(c, &r)) continue;
-            if (end - p < 160) return (size_t)(p - buf);
-            *p++ = 'c';
-            *p++ = ' ';
-            uint64_t v[9] = {(uint64_t)fd, id, WJ_LOAD(c->role), WJ_LOAD(c->transport), WJ_LOAD(c->family), ino,
-                             r.requests, r.answered, r.announced};
-            for (int j = 0; j < 9; j++) p = put_u64(p, end, v[j]);
-            for (int j = 0; j < WJ_H1_CARRY_FACTS; j++) p = put_u64(p, end, r.facts[j]);
-            p[-1] = '\n';
-        }
-    }
-    return (size_t)(p - buf);
+    carry_out o = {buf, buf + cap};
+    wj_fds_each(carry_one, &o);
+    return (size_t)(o.p - buf);
+}
+
+typedef struct {
+    uint64_t id;
+    wj_conn *found;
+} conn_by_id;
+
+static int find_id(int fd, wj_conn *c, void *ctx) {
+    (void)fd;
+    conn_by_id *q = ctx;
+    if (WJ_LOAD(c->conn_id) != q->id) return 0;
+    q->found = c;
+    return 1;
 }
 
 static const char *get_u64(const char *p, uint64_t *v) {
@@ -417,15 +430,10 @@ void wj_framing_exec_resume(const char *lines) {
         int fd = (int)v[0];
         uint64_t ino;
         if (!fd_socket_ino(fd, &ino) || ino != v[5] || wj_fd_ref(fd)) continue;   // not that socket any more
-        wj_conn *c = 0;
         // Another fd of the same connection (dup2'ed onto stdin and stdout) shares it.
-        for (unsigned k = 0; k < WJ_FD_CHUNKS && !c; k++) {
-            _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
-            for (unsigned i = 0; chunk && i < WJ_FD_CHUNK && !c; i++) {
-                uint64_t ref = atomic_load_explicit(&chunk[i], memory_order_relaxed);
-                if (ref && WJ_LOAD(wj_ref_conn(ref)->conn_id) == v[1]) c = wj_ref_conn(ref);
-            }
-        }
+        conn_by_id same = {v[1], 0};
+        wj_fds_each(find_id, &same);
+        wj_conn *c = same.found;
         if (c) {
             wj_fd_add_ref(fd, wj_ref_make(c));
             continue;

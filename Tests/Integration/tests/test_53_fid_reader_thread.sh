@@ -16,7 +16,7 @@ wj logs/client "$PYTHON" "$WJ_LIB/../fixtures/fid_py_reader.py" "$FIXTURES/fid_t
 fid_stop "$srv"
 
 pylogs "$port" "$N" <<'PY'
-import collections
+import collections, itertools
 from fidelity import *
 soft_mode()
 port, n = int(sys.argv[1]), int(sys.argv[2])
@@ -33,17 +33,24 @@ expect(not lost, f"{len(lost)} of {len(conns)} client connections without their 
        f"{dict(collections.Counter(c.get('http_none') for c in lost))}, e.g. "
        f"{[(c['local'], c.get('http_requests'), c.get('http_none'), c['bytes_in'], c['bytes_out']) for c in lost[:3]]}")
 ch = check_exchanges("reader-thread client", clogs, "client", want, peer_port=port)
-by_port = {}
-for h in ch:
-    c = next((c for c in conns if c["conn_id"] == h["conn_id"] and c["pid"] == h["pid"]), None)
-    if c:
-        by_port[port_of(c["local"])] = h
-pairs = [(f"#{r['i']} {r['path']}", by_port[r["lport"]]["duration_us"], r["io_us"]) for r in cl if r["lport"] in by_port]
+# Client and wedjat connections matched by local port, and by order where the kernel gave
+# one port to several connections (the server closes first: no TIME_WAIT on the client's
+# side, so its ephemeral ports come round again within the run).
+exchange_of = {(h["pid"], h["conn_id"]): h for h in ch}
+wj_by_port = collections.defaultdict(list)
+for c in sorted(conns, key=lambda c: c["open_ts"]):
+    wj_by_port[port_of(c["local"])].append(exchange_of.get((c["pid"], c["conn_id"])))
+matched = []   # (client line, its exchange)
+for lport, rows in itertools.groupby(sorted(cl, key=lambda r: (r["lport"], r["i"])), key=lambda r: r["lport"]):
+    rows = list(rows)
+    if len(rows) == len(wj_by_port.get(lport, [])):
+        matched += [(r, h) for r, h in zip(rows, wj_by_port[lport]) if h]
+matched.sort(key=lambda m: m[0]["i"])
+pairs = [(f"#{r['i']} {r['path']}", h["duration_us"], r["io_us"]) for r, h in matched]
 expect(len(pairs) >= n // 2, f"only {len(pairs)} of {n} requests have an http record to time")
 if pairs:
     check_timers("reader-thread client: exchange durations vs the client's timer", pairs)
-    expect_eq([by_port[r["lport"]]["status"] for r in cl if r["lport"] in by_port],
-              [r["status"] for r in cl if r["lport"] in by_port], "statuses per connection")
+    expect_eq([h["status"] for r, h in matched], [r["status"] for r, h in matched], "statuses per connection")
 if counted:
     check_exchanges("asyncio server", slogs, "server", collections.Counter(counted["statuses"]))
 PY
