@@ -222,14 +222,18 @@ static int unwinder_ready(void) {
     return ok;
 }
 
+// Marked WJ_T_UNWINDING on whichever thread walks (an app thread's own stack, or the end of
+// the image on an app thread): libunwind's address checks never reach an fd (io.c).
 static uint32_t walk(unw_cursor_t *cur, uint64_t *frames) {
-    uint32_t n = 0;
+    uint32_t n = 0, flags = wj_self.flags;
+    wj_self.flags = flags | WJ_T_UNWINDING;
     for (int guard = 0; guard < 256 && n < WJ_STALL_FRAMES; guard++) {
         unw_word_t ip = 0;
         if (unw.get_reg(cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
         if (!(ip >= unw.self_lo && ip < unw.self_hi)) frames[n++] = ip;
         if (unw.step(cur) <= 0) break;
     }
+    wj_self.flags = flags;
     return n;
 }
 
