@@ -71,9 +71,9 @@ static int equals(const uint8_t *p, const char *lit) {
     return 1;
 }
 
-// Case-insensitive match against a lowercase literal of the same length.
-static int name_is(const uint8_t *p, const char *lit) {
-    for (size_t k = 0; lit[k]; k++) {
+// The first min(n, len(lit)) bytes match the lowercase literal, letters in any case.
+static int case_compatible(const uint8_t *p, size_t n, const char *lit) {
+    for (size_t k = 0; k < n && lit[k]; k++) {
         uint8_t t = (uint8_t)lit[k], b = p[k];
         if (t >= 'a') {
             if ((b | 0x20) != t) return 0;
@@ -84,19 +84,8 @@ static int name_is(const uint8_t *p, const char *lit) {
     return 1;
 }
 
-// The first min(n, len(lit)) bytes match the lowercase literal, letters in any case.
-static int case_compatible(const uint8_t *p, size_t n, const char *lit) {
-    size_t l = strlen(lit);
-    for (size_t k = 0; k < n && k < l; k++) {
-        uint8_t t = (uint8_t)lit[k], b = p[k];
-        if (t >= 'a') {
-            if ((b | 0x20) != t) return 0;
-        } else if (b != t) {
-            return 0;
-        }
-    }
-    return 1;
-}
+// Case-insensitive match against a lowercase literal of the same length.
+static int name_is(const uint8_t *p, const char *lit) { return case_compatible(p, SIZE_MAX, lit); }
 
 static size_t scheme_prefix(const uint8_t *p, size_t n) {
     if (n >= 7 && name_is(p, "http://")) return 7;

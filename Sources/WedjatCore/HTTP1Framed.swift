@@ -270,32 +270,14 @@ public final class HTTP1Framed {
             e.requestBodyBytes = q.body_bytes
         }
         if detailed { s.pointee.reqHead.withUnsafeBufferPointer { parseHead($0, isRequest: true, into: &e) } }
-        if s.pointee.haveResp {
-            let r = s.pointee.resp
-            e.responseStart = r.t_first
-            e.responseHeaderBytes = r.header_bytes
-            e.interim = Int(r.interim)
-            if HTTP1Framed.has(r, Int32(WJ_H1_M_HEADERS)) {
-                e.status = Int(r.status)
-                e.responseVersion = r.minor == 0 ? "HTTP/1.0" : "HTTP/1.1"
-            }
-            if HTTP1Framed.has(r, Int32(WJ_H1_M_ENDED)) {
-                e.responseEnd = r.t_end
-                e.responseBodyBytes = r.body_bytes
-                e.complete = true
-            }
-            if HTTP1Framed.has(r, Int32(WJ_H1_M_UPGRADED)) { e.upgraded = true }
-            if detailed { s.pointee.respHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &e) } }
-        }
+        if s.pointee.haveResp { addResponse(s, detailed: detailed, to: &e) }
         e.error = s.pointee.error
         return e
     }
 
-    /// The response of an exchange whose request this process never saw (inherited).
-    private func responseOnly(_ s: UnsafeMutablePointer<Slot>) -> HTTPExchange {
+    /// The response message's fields (and its header block, when detailed) into `e`.
+    private func addResponse(_ s: UnsafeMutablePointer<Slot>, detailed: Bool, to e: inout HTTPExchange) {
         let r = s.pointee.resp
-        var e = HTTPExchange(index: Int(r.seq), method: "", path: "", version: "")
-        e.detailed = HTTP1Framed.has(r, Int32(WJ_H1_M_DETAILED))
         e.responseStart = r.t_first
         e.responseHeaderBytes = r.header_bytes
         e.interim = Int(r.interim)
@@ -309,7 +291,15 @@ public final class HTTP1Framed {
             e.complete = true
         }
         if HTTP1Framed.has(r, Int32(WJ_H1_M_UPGRADED)) { e.upgraded = true }
-        if e.detailed { s.pointee.respHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &e) } }
+        if detailed { s.pointee.respHead.withUnsafeBufferPointer { parseHead($0, isRequest: false, into: &e) } }
+    }
+
+    /// The response of an exchange whose request this process never saw (inherited).
+    private func responseOnly(_ s: UnsafeMutablePointer<Slot>) -> HTTPExchange {
+        let r = s.pointee.resp
+        var e = HTTPExchange(index: Int(r.seq), method: "", path: "", version: "")
+        e.detailed = HTTP1Framed.has(r, Int32(WJ_H1_M_DETAILED))
+        addResponse(s, detailed: e.detailed, to: &e)
         e.error = s.pointee.error
         return e
     }
