@@ -61,6 +61,61 @@ static inline size_t tchar_span(const uint8_t *p, size_t n, size_t avail) {
     return i < n ? i : n;
 }
 
+// One pass over a field line from its first byte: where its LF is (SIZE_MAX: not in these
+// `rest` bytes), where its first ':' before the LF is (SIZE_MAX: none), and whether a byte
+// before that is other than a letter, a digit or '-' (then the name needs tchar_span to say
+// whether it is still a token). 16 bytes at a time; the last few through a copy.
+typedef struct { size_t lf, colon; int odd_name; } line_scan;
+
+static inline line_scan scan_field_line(const uint8_t *q, size_t rest) {
+    line_scan r = {SIZE_MAX, SIZE_MAX, 0};
+#if defined(__SSE2__)
+    size_t off = 0;
+    while (off < rest) {
+        size_t avail = rest - off;
+        __m128i v;
+        unsigned valid = 0xffff;
+        if (avail >= 16) {
+            v = _mm_loadu_si128((const __m128i *)(const void *)(q + off));
+        } else {
+            uint8_t tmp[16] = {0};
+            memcpy(tmp, q + off, avail);
+            v = _mm_loadu_si128((const __m128i *)(const void *)tmp);
+            valid = (1u << avail) - 1;
+        }
+        unsigned lf = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))) & valid;
+        if (r.colon == SIZE_MAX) {
+            unsigned colon = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(':'))) & valid;
+            __m128i lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8('a' - 1)), _mm_cmplt_epi8(lower, _mm_set1_epi8('z' + 1)));
+            __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+            __m128i dash = _mm_cmpeq_epi8(v, _mm_set1_epi8('-'));
+            unsigned plain = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(alpha, digit), dash));
+            unsigned stop = colon | lf;
+            unsigned before = stop ? (stop & (0u - stop)) - 1 : valid;   // bytes before the first ':' or LF
+            if (~plain & before & valid) r.odd_name = 1;
+            if (colon && (!lf || __builtin_ctz(colon) < __builtin_ctz(lf))) r.colon = off + (size_t)__builtin_ctz(colon);
+        }
+        if (lf) {
+            r.lf = off + (size_t)__builtin_ctz(lf);
+            return r;
+        }
+        off += 16;
+    }
+    return r;
+#else
+    const uint8_t *nl = memchr(q, '\n', rest);
+    size_t end = nl ? (size_t)(nl - q) : rest;
+    for (size_t i = 0; i < end; i++) {
+        if (q[i] == ':') { r.colon = i; break; }
+        uint8_t b = q[i] | 0x20;
+        if (!((b >= 'a' && b <= 'z') || (q[i] >= '0' && q[i] <= '9') || q[i] == '-')) r.odd_name = 1;
+    }
+    if (nl) r.lf = end;
+    return r;
+#endif
+}
+
 static inline int is_upper(uint8_t b) { return b >= 'A' && b <= 'Z'; }
 static inline int is_method_char(uint8_t b) { return is_upper(b) || b == '-' || b == '_'; }
 static inline int is_target_char(uint8_t b) { return b > 32 && b < 127; }
@@ -221,6 +276,7 @@ void wj_h1_init(wj_h1 *h, int client) {
     h->announce_seq = UINT32_MAX;
     h->announce_mono = 0;
     for (int i = 0; i < WJ_H1_FACTS; i++) atomic_store_explicit(&h->facts[i], 0, memory_order_relaxed);
+    for (int i = 0; i < WJ_H1_STASH; i++) atomic_store_explicit(&h->stash[i].tag, 0, memory_order_relaxed);
     side_init(&h->req, 1);
     side_init(&h->resp, 0);
 }
@@ -265,13 +321,107 @@ static void set_facts(wj_h1 *h, uint32_t seq, uint32_t flags) {
                           memory_order_release);
 }
 
-static void emit(const ctx *c, const wj_h1_msg *m) {
+// Every message says how many responses had ended when it was handed over: the exchanges
+// before that which never came as messages were taken whole by sink->exchange.
+static void emit(const ctx *c, wj_h1_msg *m) {
+    m->answered = atomic_load_explicit(&c->h->resp.next, memory_order_acquire);
     if (c->sink->msg) c->sink->msg(c->sink->ctx, m);
 }
 
 // Hands over the side's open message (cut short: the stream stopped or the connection ended).
 static void hand_over_open(const ctx *c, wj_h1_side *s) {
     if (atomic_exchange_explicit(&s->open, 0, memory_order_acq_rel)) emit(c, &s->cur);
+}
+
+static inline uint32_t response_next(const wj_h1 *h) {
+    return atomic_load_explicit(&((wj_h1 *)h)->resp.next, memory_order_acquire);
+}
+
+// ---------------------------------------------------------------- whole exchanges (sink->exchange)
+
+static inline uint32_t stash_tag(uint32_t seq, uint32_t st) { return ((seq + 1u) << 2) | st; }
+static inline int stash_for(uint32_t tag, uint32_t seq) { return (tag >> 2) == ((seq + 1u) & 0x3fffffffu); }
+
+// A request the sink may take whole with its response (wedjat_http1.h, wj_h1_sink.exchange).
+static int plain_request(const wj_h1_msg *m, uint32_t facts) {
+    const uint16_t need = WJ_H1_M_ENDED | WJ_H1_M_HEADERS;
+    return (m->flags & need) == need && !(m->flags & (WJ_H1_M_DETAILED | WJ_H1_M_CONNECT | WJ_H1_M_HOST_CUT)) &&
+           (m->flags & (WJ_H1_M_HOST_FIELD | WJ_H1_M_HOST_TARGET)) && m->host_len > 0 && !(facts & WJ_H1_FACT_PAUSES);
+}
+
+static int plain_response(const wj_h1_msg *m) {
+    const uint16_t need = WJ_H1_M_ENDED | WJ_H1_M_HEADERS;
+    return (m->flags & need) == need && !(m->flags & WJ_H1_M_UPGRADED);
+}
+
+// The request side, at its message's end: 1 if the message now waits in the stash for its
+// response (and is not handed over now).
+static int stash_request(const ctx *c, wj_h1_side *s) {
+    wj_h1 *h = c->h;
+    if (!c->sink->exchange || !atomic_load_explicit(&s->open, memory_order_relaxed)) return 0;
+    if (!plain_request(&s->cur, facts_of(h, s->seq))) return 0;
+    wj_h1_stash *st = &h->stash[s->seq % WJ_H1_STASH];
+    uint32_t t = atomic_load_explicit(&st->tag, memory_order_acquire);
+    // An older request still waits there (more than WJ_H1_STASH pipelined), or this one's
+    // response already ended: handed over now.
+    if ((t & 3u) == WJ_H1_STASH_STASHED || (t & 3u) == WJ_H1_STASH_TAKEN || stash_for(t, s->seq)) return 0;
+    st->msg = s->cur;
+    if (!atomic_compare_exchange_strong_explicit(&st->tag, &t, stash_tag(s->seq, WJ_H1_STASH_STASHED),
+                                                 memory_order_acq_rel, memory_order_acquire))
+        return 0;   // its response ended meanwhile (GONE)
+    atomic_store_explicit(&s->open, 0, memory_order_release);
+    return 1;
+}
+
+// The response side, at its message's end: 1 if the exchange was handled here (taken by the
+// sink, or both messages handed over), 0 if the response goes out alone as usual.
+static int take_exchange(const ctx *c, wj_h1_side *s) {
+    wj_h1 *h = c->h;
+    if (!c->sink->exchange) return 0;
+    wj_h1_stash *st = &h->stash[s->seq % WJ_H1_STASH];
+    uint32_t t = atomic_load_explicit(&st->tag, memory_order_acquire);
+    for (;;) {
+        if (t == stash_tag(s->seq, WJ_H1_STASH_STASHED)) {
+            // TAKEN while it is read in place: nobody else touches the slot then.
+            if (!atomic_compare_exchange_strong_explicit(&st->tag, &t, stash_tag(s->seq, WJ_H1_STASH_TAKEN),
+                                                         memory_order_acq_rel, memory_order_acquire))
+                continue;   // stop() handed it over meanwhile
+            if (plain_response(&s->cur) && atomic_load_explicit(&s->open, memory_order_relaxed) &&
+                c->sink->exchange(c->sink->ctx, &st->msg, &s->cur)) {
+                atomic_store_explicit(&s->open, 0, memory_order_release);
+            } else {
+                emit(c, &st->msg);
+                hand_over_open(c, s);
+            }
+            atomic_store_explicit(&st->tag, stash_tag(s->seq, WJ_H1_STASH_FREE), memory_order_release);
+            return 1;
+        }
+        if ((t & 3u) == WJ_H1_STASH_STASHED || (t & 3u) == WJ_H1_STASH_TAKEN) return 0;   // another exchange's
+        if (atomic_compare_exchange_strong_explicit(&st->tag, &t, stash_tag(s->seq, WJ_H1_STASH_GONE),
+                                                    memory_order_acq_rel, memory_order_acquire))
+            return 0;
+    }
+}
+
+// Stashed requests whose responses will not come now, oldest first.
+static void hand_over_stashed(const ctx *c) {
+    wj_h1 *h = c->h;
+    for (;;) {
+        int oldest = -1;
+        uint32_t ot = 0;
+        for (int i = 0; i < WJ_H1_STASH; i++) {
+            uint32_t t = atomic_load_explicit(&h->stash[i].tag, memory_order_acquire);
+            if ((t & 3u) == WJ_H1_STASH_STASHED && (oldest < 0 || (t >> 2) < (ot >> 2))) {
+                oldest = i;
+                ot = t;
+            }
+        }
+        if (oldest < 0) return;
+        wj_h1_msg m = h->stash[oldest].msg;
+        if (atomic_compare_exchange_strong_explicit(&h->stash[oldest].tag, &ot, (ot & ~3u) | WJ_H1_STASH_FREE,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            emit(c, &m);
+    }
 }
 
 // stop(): the stream is not parsed further. Open messages are handed over (the other side's
@@ -283,6 +433,7 @@ static void stop(const ctx *c, wj_h1_side *self, uint8_t new_state, uint8_t erro
     if (expected != WJ_H1_DETECTING && expected != WJ_H1_HTTP) return;
     atomic_store_explicit(&h->state, new_state, memory_order_release);
     wj_h1_side *other = self == &h->req ? &h->resp : &h->req;
+    hand_over_stashed(c);
     hand_over_open(c, self);
     if (!atomic_load_explicit(&other->busy, memory_order_acquire)) hand_over_open(c, other);
     wj_h1_msg m;
@@ -324,9 +475,6 @@ static void reset_framing(wj_h1_side *s) {
     s->upgrade = 0;
 }
 
-static inline uint32_t response_next(const wj_h1 *h) {
-    return atomic_load_explicit(&((wj_h1 *)h)->resp.next, memory_order_acquire);
-}
 
 // The current message ended at stream offset `end` (exclusive), at time `mono`.
 static void end_message(const ctx *c, wj_h1_side *s, uint64_t end, uint64_t mono) {
@@ -338,10 +486,10 @@ static void end_message(const ctx *c, wj_h1_side *s, uint64_t end, uint64_t mono
         uint32_t f = facts_of(h, s->seq);
         // After CONNECT/Upgrade, wait for the answer unless it already came.
         s->phase = (f & WJ_H1_FACT_PAUSES) && response_next(h) <= s->seq ? PH_PAUSED : PH_START;
-        hand_over_open(c, s);
+        if (!stash_request(c, s)) hand_over_open(c, s);
     } else {
         uint32_t f = facts_of(h, s->seq);
-        hand_over_open(c, s);
+        if (!take_exchange(c, s)) hand_over_open(c, s);
         atomic_store_explicit(&s->next, s->seq + 1, memory_order_release);
         s->phase = PH_START;
         if (f & WJ_H1_FACT_PAUSES) {
@@ -539,21 +687,10 @@ static void trim(const uint8_t *q, size_t *vs, size_t *ve) {
     while (*ve > *vs && (q[*ve - 1] == ' ' || q[*ve - 1] == '\t')) (*ve)--;
 }
 
-static int header_line(const ctx *c, wj_h1_side *s, const line *l) {
+// A field line whose name (a token) ends at name_end, before its ':'.
+static int field_line(const ctx *c, wj_h1_side *s, const line *l, size_t name_end) {
     const uint8_t *q = l->p;
-    size_t n = l->n, name_end;
-    uint8_t after;
-    if (!l->cut) {
-        name_end = tchar_span(q, n, l->avail);
-        after = name_end < n ? q[name_end] : 0;
-    } else {
-        name_end = l->nontchar_at < 0 ? n : (size_t)l->nontchar_at;
-        after = l->nontchar;
-    }
-    if (name_end == 0 || name_end == n || after != ':') {
-        fail(c, s, WJ_H1_ERR_PARSE, s->seq);
-        return 0;
-    }
+    size_t n = l->n;
     size_t vs = name_end + 1, ve = l->cut ? WJ_H1_CARRY : n;
     switch (name_end) {
     case 4:
@@ -598,6 +735,24 @@ static int header_line(const ctx *c, wj_h1_side *s, const line *l) {
     default:
         return 1;
     }
+}
+
+static int header_line(const ctx *c, wj_h1_side *s, const line *l) {
+    const uint8_t *q = l->p;
+    size_t n = l->n, name_end;
+    uint8_t after;
+    if (!l->cut) {
+        name_end = tchar_span(q, n, l->avail);
+        after = name_end < n ? q[name_end] : 0;
+    } else {
+        name_end = l->nontchar_at < 0 ? n : (size_t)l->nontchar_at;
+        after = l->nontchar;
+    }
+    if (name_end == 0 || name_end == n || after != ':') {
+        fail(c, s, WJ_H1_ERR_PARSE, s->seq);
+        return 0;
+    }
+    return field_line(c, s, l, name_end);
 }
 
 static int headers_done(const ctx *c, wj_h1_side *s, uint64_t mono) {
@@ -840,15 +995,27 @@ static size_t skip_plain_fields(const ctx *c, wj_h1_side *s, const uint8_t *p, s
     while (i < count) {
         const uint8_t *q = p + i;
         size_t rest = count - i;
-        const uint8_t *nl = memchr(q, '\n', rest);
-        if (!nl) break;
-        size_t n = (size_t)(nl - q), total = n + 1;
+        line_scan ls = scan_field_line(q, rest);
+        if (ls.lf == SIZE_MAX) break;
+        size_t n = ls.lf, total = n + 1;
         size_t ln = n && q[n - 1] == '\r' ? n - 1 : n;
         if (ln == 0 || (uint64_t)s->block_bytes + total > WJ_H1_MAX_HEADER) break;
-        size_t name_end = tchar_span(q, ln, rest);
-        if (name_end == 0 || name_end == ln || q[name_end] != ':') break;
+        size_t name_end = ls.colon;
+        if (name_end == SIZE_MAX || name_end == 0 || name_end >= ln) break;
+        if (ls.odd_name && tchar_span(q, ln, rest) != name_end) break;   // not a token: the general loop says so
         switch (name_end) {
-        case 4: case 7: case 14: case 17: return i;   // host, upgrade, content-length, transfer-encoding
+        case 4: case 7: case 14: case 17: {   // host, upgrade, content-length, transfer-encoding
+            // Handled here as the general loop would, without finding the line again.
+            s->line_at = offset + i;
+            s->block_bytes += (uint32_t)total;
+            s->pos = offset + i + total;
+            give_head(c, s, offset + i, q, total);
+            line l;
+            line_direct(&l, q, n, rest);
+            if (!field_line(c, s, &l, name_end)) return SIZE_MAX;
+            i += total;
+            continue;
+        }
         default: break;
         }
         s->block_bytes += (uint32_t)total;
@@ -865,6 +1032,7 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
     while (i < count) {
         if (s->phase == PH_HEADERS && s->line_len == 0) {
             i = skip_plain_fields(c, s, p, count, offset, i);
+            if (i == SIZE_MAX) return 0;   // a field line stopped the stream
             if (i >= count) break;
         }
         const uint8_t *q = p + i;
@@ -1059,6 +1227,7 @@ void wj_h1_announce(wj_h1 *h, const wj_h1_sink *sink, uint64_t offset, const uin
 void wj_h1_finish(wj_h1 *h, const wj_h1_sink *sink, uint64_t mono, int error) {
     ctx c = {h, sink};
     if (!live(h)) {
+        hand_over_stashed(&c);
         hand_over_open(&c, &h->req);
         hand_over_open(&c, &h->resp);
         return;

@@ -13,6 +13,7 @@
 // goes with it: the log is reopened by path by whoever writes next.
 #include "agent.h"
 #include "framing.h"
+#include "wedjat_http_counts.h"
 #include "component.h"
 #include "conns.h"
 #include "context.h"
@@ -210,6 +211,7 @@ static int ensure_agent_library(void) {
     agent_api.errno_name = wj_errno_name;
     agent_api.conn_snapshot = wj_conn_snapshot;
     agent_api.http_record_take = wj_framing_record_take;
+    agent_api.http_counts_take = wj_http_counts_take;
     if (!init || init(&agent_api, &agent_ops) != 0) {
         snprintf(agent_error, sizeof agent_error, "%.200s does not match this libwedjat.so", path);
         return 0;

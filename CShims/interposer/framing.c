@@ -3,6 +3,7 @@
 // says how they share what they must); the record budget is one atomic token bucket.
 #include "framing.h"
 #include "conns.h"
+#include "wedjat_http_counts.h"
 #include "events.h"
 #include "process.h"
 #include "wedjat_http1.h"
@@ -24,6 +25,7 @@
 typedef struct framer {
     _Atomic uint64_t conn_id;   // the connection it frames for (0: none)
     _Atomic uint8_t h2;         // WJ_H2_*: whether the stream is HTTP/2
+    int32_t count_hint;         // the summary key its last counted exchange went to
     wj_h2_walk w;
     wj_h1 h;
 } framer;
@@ -57,6 +59,7 @@ static wj_budget budget;
 
 typedef struct {
     wj_conn *c;
+    framer *f;
     uint64_t conn_id;
     uint32_t slot;
     int stream;
@@ -104,6 +107,13 @@ static void sink_head(void *ctx, int is_request, uint32_t seq, uint64_t offset, 
     }
 }
 
+// A whole exchange past the record budget: counted here (wedjat_http_counts.h), not handed over.
+static int sink_exchange(void *ctx, const wj_h1_msg *req, const wj_h1_msg *resp) {
+    const sink_ctx *s = (const sink_ctx *)ctx;
+    if (!s->c || !s->f || (req->flags & WJ_H1_M_DETAILED)) return 0;
+    return wj_http_count_exchange(WJ_LOAD(s->c->role) == WJ_ROLE_SERVER, s->stream == WJ_STREAM_PLAIN, req, resp, &s->f->count_hint);
+}
+
 int wj_framing_record_take(uint64_t mono) { return wj_budget_take(&budget, wj_proc.config.http_records, mono); }
 
 static int sink_want_detail(void *ctx, uint64_t mono) {
@@ -113,6 +123,7 @@ static int sink_want_detail(void *ctx, uint64_t mono) {
 
 static inline void make_sink(wj_h1_sink *sk, sink_ctx *s) {
     sk->msg = sink_msg;
+    sk->exchange = sink_exchange;
     sk->head = sink_head;
     sk->want_detail = sink_want_detail;
     sk->ctx = s;
@@ -126,6 +137,7 @@ static inline framer *framer_of(wj_conn *c, int stream, sink_ctx *s) {
     framer *f = framer_at(s->slot, stream, 0);
     if (!f || atomic_load_explicit(&f->conn_id, memory_order_acquire) != s->conn_id || !s->conn_id) return 0;
     s->c = c;
+    s->f = f;
     s->stream = stream;
     return f;
 }
@@ -137,6 +149,7 @@ static void start(wj_conn *c, uint32_t slot, int stream, int client) {
     if (!f) return;
     atomic_store_explicit(&f->conn_id, 0, memory_order_relaxed);
     wj_h1_init(&f->h, client);
+    f->count_hint = -1;
     atomic_store_explicit(&f->h2, WJ_H2_UNDECIDED, memory_order_relaxed);
     wj_h2_walk_init(&f->w);
     atomic_store_explicit(&f->conn_id, WJ_LOAD(c->conn_id), memory_order_release);
@@ -314,7 +327,7 @@ static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uin
     if (!f || !atomic_compare_exchange_strong(&f->conn_id, &expected, 0)) return;
     uint8_t h2 = atomic_load_explicit(&f->h2, memory_order_relaxed);
     if (h2 == WJ_H2_YES || h2 == WJ_H2_PROVISIONAL) return;   // the aggregator ends HTTP/2
-    sink_ctx s = {c, conn_id, slot, stream, now};
+    sink_ctx s = {c, f, conn_id, slot, stream, now};
     wj_h1_sink sk;
     make_sink(&sk, &s);
     wj_h1_finish(&f->h, &sk, now, handed_off ? WJ_H1_ERR_HANDED_OFF : WJ_H1_ERR_INCOMPLETE);

@@ -6,6 +6,7 @@
 #include "context.h"
 #include "events.h"
 #include "framing.h"
+#include "wedjat_http_counts.h"
 #include "process.h"
 #include "real.h"
 #include "records.h"
@@ -114,6 +115,7 @@ static void reset_child(void) {
     wj_context_forked((int)syscall(SYS_getpid));
     wj_proc.generation++;
     wj_conns_forked();
+    wj_http_counts_forked();
     wj_events_forget_pending();
     wj_process_new_identity();
     memcpy(wj_proc.parent_log, parent_log, sizeof parent_log);

@@ -72,6 +72,7 @@ private func current() -> Aggregator {
         context: context,
         errnoName: { api!.pointee.errno_name($0).map { String(cString: $0) } ?? "EUNKNOWN" },
         recordTake: { api!.pointee.http_record_take($0) != 0 },
+        countsTake: { api!.pointee.http_counts_take($0, $1, $2, $3) },
         sink: { buf in
             wj_logfile_write(&proc.pointee.log, buf.baseAddress!.assumingMemoryBound(to: CChar.self), buf.count) != 0
         })

@@ -78,6 +78,10 @@ public final class Aggregator {
     // Whether an exchange starting at this mono gets an `http` record (the C framer's budget,
     // shared: HTTP/2 exchanges draw on it as HTTP/1 ones do).
     private let recordTake: (UInt64) -> Bool
+    /// wj_agent_api.http_counts_take: what the hooks counted in C, by summary key.
+    public typealias CountsTake = (UInt32, UnsafeMutablePointer<wj_http_count>, UnsafeMutablePointer<UInt32>,
+                                   UnsafeMutablePointer<UInt32>) -> Int32
+    private let countsTake: CountsTake?
     private var open: [UInt64: OpenConnection] = [:]
     // Records are written straight into the batch that goes to the sink.
     private let line = JSONLine(capacity: Aggregator.flushThreshold + 8192)
@@ -132,8 +136,10 @@ public final class Aggregator {
 
     public init(context: ProcessContext, errnoName: @escaping (Int32) -> String,
                 recordTake: ((UInt64) -> Bool)? = nil,
+                countsTake: CountsTake? = nil,
                 sink: @escaping (UnsafeRawBufferPointer) -> Bool) {
         self.context = context
+        self.countsTake = countsTake
         self.errnoName = errnoName
         if let recordTake {
             self.recordTake = recordTake
@@ -239,6 +245,7 @@ public final class Aggregator {
         }
         framed.drain(detailed: { http($0, conn: conn, tls: plain, tid: p.pointee.tid) },
                      counted: { counted($0, conn: conn, tls: plain) })
+        conn.requests += framed.takeCountedInC()
     }
 
     // HTTP/2 bytes of one call (the C side walked its frames and copied what the decoder needs).
@@ -265,8 +272,10 @@ public final class Aggregator {
     // streams still open end here ("incomplete").
     private func finishHTTP(_ conn: OpenConnection, close: wj_event?, mono: UInt64) {
         for (framed, tls) in [(conn.raw, false), (conn.plain, true)] {
-            framed?.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
-                          counted: { counted($0, conn: conn, tls: tls) })
+            guard let framed else { continue }
+            framed.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
+                         counted: { counted($0, conn: conn, tls: tls) })
+            conn.requests += framed.takeCountedInC()
         }
         for (h2, tls) in [(conn.h2raw, false), (conn.h2plain, true)] {
             guard let h2 else { continue }
@@ -329,6 +338,7 @@ public final class Aggregator {
     }
 
     private func writeSummaries(mono: UInt64, tid: Int32) {
+        takeCountsInC()
         let sorted = summaryIndex.map { ($0.key, summaryEntries[$0.value]) }
             .sorted { ($0.1.firstMono, $0.0.method) < ($1.1.firstMono, $1.0.method) }
         summaryIndex.removeAll(keepingCapacity: true)
@@ -368,6 +378,28 @@ public final class Aggregator {
                 line.endObject()
             }
             finishRecord(.httpSummary)
+        }
+    }
+
+    // What the hooks counted in C (http_counts.c) joins the summaries of the same keys.
+    private func takeCountsInC() {
+        guard let take = countsTake else { return }
+        let out = UnsafeMutablePointer<wj_http_count>.allocate(capacity: 1)
+        let hist = UnsafeMutablePointer<UInt32>.allocate(capacity: 2 * Int(WJ_COUNT_HIST))
+        defer { out.deallocate(); hist.deallocate() }
+        var index: UInt32 = 0
+        while true {
+            let got = take(index, out, hist, hist + Int(WJ_COUNT_HIST))
+            if got < 0 { break }
+            index += 1
+            guard got > 0 else { continue }
+            let c = out.pointee
+            let key = HTTPSummaryKey(role: c.server != 0 ? "server" : "client", scheme: c.tls != 0 ? "https" : "http",
+                                     method: HTTP1Framed.text(c.method, Int(c.method_len)),
+                                     host: HTTP1Framed.text(c.host, Int(c.host_len)),
+                                     version: c.minor == 0 ? "HTTP/1.0" : "HTTP/1.1", status: Int(c.status), error: nil)
+            summaryEntries[entryIndex(key)].merge(c, durationHist: UnsafeBufferPointer(start: hist, count: Int(WJ_COUNT_HIST)),
+                                    ttfbHist: UnsafeBufferPointer(start: hist + Int(WJ_COUNT_HIST), count: Int(WJ_COUNT_HIST)))
         }
     }
 
@@ -497,6 +529,14 @@ public final class Aggregator {
     }
 
     // The index in summaryEntries of the summary `ex` counts in, created if new.
+    // The index in summaryEntries of `key`'s summary, created if new.
+    private func entryIndex(_ key: HTTPSummaryKey) -> Int {
+        if let found = summaryIndex[key] { return found }
+        summaryEntries.append(HTTPSummaryEntry())
+        summaryIndex[key] = summaryEntries.count - 1
+        return summaryEntries.count - 1
+    }
+
     private func summarySlot(_ ex: HTTPExchange, conn: OpenConnection, tls: Bool) -> Int {
         let scheme = tls ? "https" : "http", host = ex.host ?? conn.host?.name
         let role = conn.event.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client"
@@ -506,14 +546,7 @@ public final class Aggregator {
         }
         let key = HTTPSummaryKey(role: role, scheme: scheme, method: ex.method, host: host, version: ex.version,
                                  status: ex.status, error: ex.error)
-        let index: Int
-        if let found = summaryIndex[key] {
-            index = found
-        } else {
-            index = summaryEntries.count
-            summaryEntries.append(HTTPSummaryEntry())
-            summaryIndex[key] = index
-        }
+        let index = entryIndex(key)
         conn.summaryKey = key
         conn.summaryIndex = index
         conn.summaryEpoch = summaryEpoch

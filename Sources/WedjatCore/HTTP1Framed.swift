@@ -70,6 +70,17 @@ public final class HTTP1Framed {
     public private(set) var requestCount = 0
     /// Message events that came after the stream stopped, or too far ahead to be kept.
     public private(set) var lateMessages = 0
+    /// Exchanges the C side took whole (counted where they ended, http_counts.c): they came as
+    /// no message. Known from the `answered` every message carries (see `drain`).
+    public private(set) var countedInC = 0
+    private var countedInCTaken = 0
+    /// The exchanges counted in C since the last call.
+    public func takeCountedInC() -> Int {
+        defer { countedInCTaken = countedInC }
+        return countedInC - countedInCTaken
+    }
+    private var answeredBelow = 0
+    private var sawMessage = false
     /// Where decoding stopped (the last STOP's stream offsets, request and response side), and
     /// why: what the first bytes looked like (WJ_H1_WHY_*), the error of the stop.
     public private(set) var stopOffsets: (request: UInt64, response: UInt64)?
@@ -144,6 +155,17 @@ public final class HTTP1Framed {
     /// A message event. Exchanges that are complete (or cut by a STOP) go out through the
     /// drain that follows.
     public func message(_ m: UnsafePointer<wj_h1_msg>) {
+        if inherited && !sawMessage && span == 0 {
+            // The exchanges answered before this image got the stream were its parent's.
+            base = max(base, Int(m.pointee.answered))
+            answeredBelow = base
+        }
+        sawMessage = true
+        if Int(m.pointee.answered) > answeredBelow {
+            answeredBelow = Int(m.pointee.answered)
+            requestCount = max(requestCount, answeredBelow)
+            skipCountedInC()
+        }
         switch Int32(m.pointee.kind) {
         case Int32(WJ_H1_REQUEST):
             guard state == .http || state == .detecting, let s = slot(m.pointee.seq) else { lateMessages += 1; return }
@@ -200,6 +222,26 @@ public final class HTTP1Framed {
         }
     }
 
+    /// Exchanges before `answeredBelow` (their responses ended before a message that came) of
+    /// which nothing came were taken whole in C: the ring moves past them. One whose request
+    /// came alone, or whose response came, is a message pair still on its way (kept).
+    private func skipCountedInC() {
+        while base < answeredBelow {
+            if span == 0 {
+                countedInC += answeredBelow - base
+                base = answeredBelow
+                if state == .detecting { state = .http }
+                return
+            }
+            let s = ring + (base & mask)
+            guard !s.pointee.haveReq && !s.pointee.haveResp && s.pointee.reqHead.isEmpty && s.pointee.respHead.isEmpty else { return }
+            countedInC += 1
+            base += 1
+            span -= 1
+            if state == .detecting { state = .http }
+        }
+    }
+
     /// Hands out every exchange that is ready, in request order: detailed ones as HTTPExchange
     /// values, counted-only ones as their messages.
     public func drain(detailed: (HTTPExchange) -> Void, counted: (CountedExchange) -> Void) {
@@ -227,6 +269,7 @@ public final class HTTP1Framed {
             s.pointee = Slot()
             base += 1
             span -= 1
+            skipCountedInC()
         }
         if stopped != nil { base = requestCount }
     }
@@ -247,7 +290,7 @@ public final class HTTP1Framed {
         }
     }
 
-    private static func text<T>(_ tuple: T, _ len: Int) -> String {
+    static func text<T>(_ tuple: T, _ len: Int) -> String {
         withUnsafeBytes(of: tuple) { String(decoding: $0.prefix(len), as: UTF8.self) }
     }
 

@@ -2,13 +2,14 @@
 // counted here, by (role, scheme, method, host, version, status, error), and written as
 // `http_summary` records, so a server doing 40,000 requests a second keeps a bounded log and
 // loses no count.
+import CWedjatCommon
 
 // Log-linear histogram of microseconds: 16 sub-buckets per power of two (about 6% error),
 // fixed size, no allocation after creation.
 public struct DurationHistogram {
-    public private(set) var counts = [UInt64](repeating: 0, count: 64 * 16)
-    public private(set) var total: UInt64 = 0
-    public private(set) var max: UInt64 = 0
+    public internal(set) var counts = [UInt64](repeating: 0, count: 64 * 16)
+    public internal(set) var total: UInt64 = 0
+    public internal(set) var max: UInt64 = 0
     public init() {}
 
     static func index(_ v: UInt64) -> Int {
@@ -54,9 +55,9 @@ public struct DurationHistogram {
 public struct BoundedCounts {
     public static let boundsUs: [UInt64] = [5_000, 10_000, 25_000, 50_000, 75_000, 100_000, 250_000, 500_000,
                                             750_000, 1_000_000, 2_500_000, 5_000_000, 7_500_000, 10_000_000]
-    public private(set) var counts = [UInt64](repeating: 0, count: BoundedCounts.boundsUs.count + 1)
-    public private(set) var sum: UInt64 = 0
-    public private(set) var min: UInt64 = .max
+    public internal(set) var counts = [UInt64](repeating: 0, count: BoundedCounts.boundsUs.count + 1)
+    public internal(set) var sum: UInt64 = 0
+    public internal(set) var min: UInt64 = .max
     public init() {}
 
     /// Bucket i holds (bound[i-1], bound[i]]: upper bounds inclusive, as OpenTelemetry says.
@@ -106,6 +107,42 @@ public struct HTTPSummaryEntry {
         if let ttfbUs { ttfb.record(ttfbUs) }
         firstMono = Swift.min(firstMono, endMono)
         lastMono = Swift.max(lastMono, endMono)
+    }
+}
+
+extension DurationHistogram {
+    /// Adds counts taken elsewhere (the C side's histogram of the same buckets).
+    public mutating func add(counts: UnsafeBufferPointer<UInt32>, max: UInt64) {
+        for (i, c) in counts.enumerated() where c > 0 && i < self.counts.count {
+            self.counts[i] += UInt64(c)
+            total += UInt64(c)
+        }
+        if max > self.max { self.max = max }
+    }
+}
+
+extension BoundedCounts {
+    public mutating func add(counts: UnsafeBufferPointer<UInt64>, sum: UInt64, min: UInt64) {
+        for (i, c) in counts.enumerated() where i < self.counts.count { self.counts[i] += c }
+        self.sum &+= sum
+        if min < self.min { self.min = min }
+    }
+}
+
+extension HTTPSummaryEntry {
+    /// What the C side counted for the same key (http_counts.c: whole exchanges, no error).
+    public mutating func merge(_ c: wj_http_count, durationHist: UnsafeBufferPointer<UInt32>, ttfbHist: UnsafeBufferPointer<UInt32>) {
+        var c = c
+        count += c.count
+        requestBytes += c.request_bytes
+        responseBytes += c.response_bytes
+        duration.add(counts: durationHist, max: c.duration_max)
+        ttfb.add(counts: ttfbHist, max: c.ttfb_max)
+        withUnsafeBytes(of: &c.duration_bounded) { raw in
+            durationBuckets.add(counts: raw.bindMemory(to: UInt64.self), sum: c.duration_sum, min: c.duration_min)
+        }
+        firstMono = Swift.min(firstMono, c.first_mono)
+        lastMono = Swift.max(lastMono, c.last_mono)
     }
 }
 

@@ -22,6 +22,7 @@ typedef struct {
     const struct iovec *iov;
     int iovcnt;
     unsigned detail;
+    unsigned exchanges;
     uint8_t copy[65536];
 } state;
 
@@ -39,6 +40,18 @@ static void on_head(void *ctx, int is_request, uint32_t seq, uint64_t offset, co
     (void)is_request, (void)seq, (void)offset;
     if (n > 4096) abort();  // head_cap below
     if (n) memcpy(s->copy, p, n);  // every byte handed over must be readable
+}
+
+// Whole exchanges (wj_h1_sink.exchange): only what the framer promises is offered; every
+// other one is taken, so that the stash's both paths run.
+static int on_exchange(void *ctx, const wj_h1_msg *req, const wj_h1_msg *resp) {
+    state *s = ctx;
+    const uint16_t whole = WJ_H1_M_ENDED | WJ_H1_M_HEADERS;
+    if (req->kind != WJ_H1_REQUEST || resp->kind != WJ_H1_RESPONSE || req->seq != resp->seq) abort();
+    if ((req->flags & whole) != whole || (resp->flags & whole) != whole) abort();
+    if (req->flags & (WJ_H1_M_DETAILED | WJ_H1_M_CONNECT | WJ_H1_M_HOST_CUT)) abort();
+    if (!req->host_len || req->host_len > WJ_H1_HOST_MAX || (resp->flags & WJ_H1_M_UPGRADED)) abort();
+    return (s->exchanges++ & 1) == 0;
 }
 
 static int want_detail(void *ctx, uint64_t mono) {
@@ -65,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int client = data[0] & 1;
     wj_h1 *h = calloc(1, sizeof *h);
     wj_h1_init(h, client);
-    wj_h1_sink sink = {on_msg, on_head, want_detail, &s, 4096};
+    wj_h1_sink sink = {.msg = on_msg, .exchange = (data[0] & 8) ? on_exchange : 0, .head = on_head,
+                       .want_detail = want_detail, .ctx = &s, .head_cap = 4096};
     wj_h2_walk w;
     wj_h2_walk_init(&w);
     int client_dir = client ? 1 : 0;

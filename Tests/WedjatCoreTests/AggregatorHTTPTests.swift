@@ -14,7 +14,15 @@ final class FramingFeeder {
     var current = Key(id: 0, plain: false)
     var now: UInt64 = 0
 
-    init(perSecond: Int) { self.perSecond = Int64(perSecond) }
+    /// Whole exchanges past the budget counted in C (wedjat_http_counts.h), as the interposer does.
+    var countInC = false
+    var hint: Int32 = -1
+    var taken = 0
+
+    init(perSecond: Int, countInC: Bool = false) {
+        self.perSecond = Int64(perSecond)
+        self.countInC = countInC
+    }
 
     func sink() -> wj_h1_sink {
         var sk = wj_h1_sink()
@@ -55,6 +63,15 @@ final class FramingFeeder {
         sk.want_detail = { ctx, mono in
             let f = Unmanaged<FramingFeeder>.fromOpaque(ctx!).takeUnretainedValue()
             return wj_budget_take(&f.budget, f.perSecond, mono)
+        }
+        if countInC {
+            sk.exchange = { ctx, req, resp in
+                let f = Unmanaged<FramingFeeder>.fromOpaque(ctx!).takeUnretainedValue()
+                let took = wj_http_count_exchange(f.roles[f.current.id] == Int(WJ_ROLE_SERVER) ? 1 : 0, f.current.plain ? 1 : 0,
+                                                  req, resp, &f.hint)
+                f.taken += Int(took)
+                return took
+            }
         }
         return sk
     }
@@ -99,12 +116,15 @@ final class AggregatorHTTPTests: XCTestCase {
     var lines: [[String: Any]] = []
     var feeder = FramingFeeder(perSecond: 200)
 
-    private func makeAggregator(recordsPerSecond: Int = 200) -> Aggregator {
+    private func makeAggregator(recordsPerSecond: Int = 200, countInC: Bool = false) -> Aggregator {
         lines = []
-        feeder = FramingFeeder(perSecond: recordsPerSecond)
+        feeder = FramingFeeder(perSecond: recordsPerSecond, countInC: countInC)
+        wj_http_counts_forked()   // the C table starts empty
         let ctx = ProcessContext(pid: 7, initMonoNs: 1_000_000_000, initRealNs: 1_700_000_000_000_000_000,
                                  maxConnections: 16, httpRecordsPerSecond: recordsPerSecond)
-        let agg = Aggregator(context: ctx, errnoName: { "E\($0)" }, sink: { [unowned self] buf in
+        let agg = Aggregator(context: ctx, errnoName: { "E\($0)" },
+                             countsTake: countInC ? { wj_http_counts_take($0, $1, $2, $3) } : nil,
+                             sink: { [unowned self] buf in
             for l in String(decoding: buf, as: UTF8.self).split(separator: "\n") {
                 self.lines.append(try! JSONSerialization.jsonObject(with: Data(l.utf8)) as! [String: Any])
             }
@@ -348,7 +368,18 @@ final class AggregatorHTTPTests: XCTestCase {
     // change of status, method or host must still open its own, and a summary written (every
     // 10 s) must not be counted into again.
     func testSummariesOfOneConnectionStaySeparateByKeyAndInterval() {
-        let agg = makeAggregator(recordsPerSecond: 1)   // burst of 10
+        summariesOfOneConnection(countInC: false)
+    }
+
+    // The same exchanges, those past the budget counted in C where they end: the same
+    // summaries (the C table's counts joined to the aggregator's), the same connection count.
+    func testExchangesCountedInCGiveTheSameSummaries() {
+        summariesOfOneConnection(countInC: true)
+        XCTAssertEqual(feeder.taken, 14, "every whole exchange past the budget was counted in C")
+    }
+
+    private func summariesOfOneConnection(countInC: Bool, file: StaticString = #filePath, line: UInt = #line) {
+        let agg = makeAggregator(recordsPerSecond: 1, countInC: countInC)   // burst of 10
         agg.handle(open(5, role: Int(WJ_ROLE_SERVER), at: 1_001_000_000))
         var inOff: UInt64 = 0, outOff: UInt64 = 0
         var t: UInt64 = 1_002_000_000

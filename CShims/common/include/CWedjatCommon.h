@@ -4,3 +4,4 @@
 #include "wedjat_http1.h"
 #include "wedjat_http2_walk.h"
 #include "wedjat_agent_api.h"
+#include "wedjat_http_counts.h"

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-#define WJ_AGENT_API_VERSION 7  // 5: the structure sizes below; 6: http_record_take; 7: wj_process, wj_config and wj_logfile reordered
+#define WJ_AGENT_API_VERSION 8  // 5: the structure sizes below; 6: http_record_take; 7: wj_process, wj_config and wj_logfile reordered; 8: http_counts_take
 
 enum {
     WJ_END_NONE = 0,
@@ -47,6 +47,27 @@ typedef struct wj_process {
     wj_logfile log;
 } wj_process;
 
+// HTTP/1 exchanges counted where they ended, in C (http_counts.c): what one summary key
+// gathered since the agent last took it. The key is the http_summary's (role, scheme,
+// method, host, version, status; error none: only whole exchanges are counted there).
+// Histograms: the aggregator's log-linear DurationHistogram (WJ_COUNT_HIST buckets of
+// microseconds) and its bounded buckets (WJ_COUNT_BOUNDS bounds, HTTPSummary.swift).
+#define WJ_COUNT_HIST 1024
+#define WJ_COUNT_BOUNDS 14
+typedef struct wj_http_count {
+    uint8_t server;         // the app's role: 1 server, 0 client
+    uint8_t tls;            // parsed from TLS plaintext
+    uint8_t minor;          // HTTP/1.<minor> of the request line
+    uint8_t method_len, host_len;
+    uint16_t status;
+    char method[20];
+    char host[96];
+    uint64_t count, request_bytes, response_bytes;
+    uint64_t first_mono, last_mono;           // responses' ends (CLOCK_MONOTONIC ns)
+    uint64_t duration_sum, duration_min, duration_max, ttfb_max;   // microseconds
+    uint64_t duration_bounded[WJ_COUNT_BOUNDS + 1];
+} wj_http_count;
+
 // What libwedjat.so gives the agent.
 typedef struct wj_agent_api {
     uint32_t version;
@@ -63,6 +84,11 @@ typedef struct wj_agent_api {
     // Whether an exchange whose request starts at `mono` gets an `http` record (1) or only
     // counts in its summary (0): the one WEDJAT_HTTP_RECORDS budget the C framer draws on too.
     int (*http_record_take)(uint64_t mono);
+    // Takes (and zeroes) what summary key `index` counted: 1 with data in *out and the two
+    // histograms (WJ_COUNT_HIST counts each, of the exchanges whose value is defined: a
+    // response that began before its request has no ttfb), 0 for a key with nothing new, -1
+    // past the last key.
+    int (*http_counts_take)(uint32_t index, wj_http_count *out, uint32_t *duration_hist, uint32_t *ttfb_hist);
 } wj_agent_api;
 
 // What the agent gives back. All are called with the agent lock held, on one thread at a time.

@@ -87,6 +87,9 @@ typedef struct wj_h1_msg {
     uint8_t why;            // STOP to NOT_HTTP: what the first bytes look like (WJ_H1_WHY_*)
     uint8_t method_len;
     uint8_t host_len;       // 0 when no host is known
+    uint32_t answered;      // responses ended on the stream when it was handed over: of the
+                            // exchanges before, those that came as no message were taken
+                            // whole by sink->exchange
     uint64_t t_first;       // mono of the call that moved the message's first byte
                             // (response: the first byte of its first interim answer)
     uint64_t t_end;         // mono of the call that moved its last byte (WJ_H1_M_ENDED)
@@ -98,12 +101,17 @@ typedef struct wj_h1_msg {
     char host[WJ_H1_HOST_MAX];
 } wj_h1_msg;
 
-// Where the framer's output goes. `head` receives, for a detailed exchange, the bytes of each
+// Where the framer's output goes. `exchange`, when set, is offered each exchange that ended
+// whole and plainly (not detailed, both messages ended with their header blocks, a host known
+// and not cut, no CONNECT, Upgrade or tunnel), at its response's end, with both messages:
+// nonzero takes it (it is counted where it ends, in C), and then neither message is handed
+// to `msg`; zero hands both over as usual (the request first). `head` receives, for a detailed exchange, the bytes of each
 // header block of its messages (start line through the empty line) in order, at most
 // `head_cap` bytes of a block (the rest is cut). `want_detail` is asked once per request, with
 // the mono of its first byte: nonzero makes the exchange detailed (the record budget).
 typedef struct wj_h1_sink {
     void (*msg)(void *ctx, const wj_h1_msg *m);
+    int (*exchange)(void *ctx, const wj_h1_msg *request, const wj_h1_msg *response);
     void (*head)(void *ctx, int is_request, uint32_t seq, uint64_t offset, const uint8_t *p, size_t n);
     int (*want_detail)(void *ctx, uint64_t mono);
     void *ctx;
@@ -146,6 +154,19 @@ typedef struct wj_h1_side {
     wj_h1_msg cur;           // the message being framed
 } wj_h1_side;
 
+// A request that ended and waits for its response's end, to be offered to sink->exchange with
+// it. `tag` is (seq + 1) << 2 | WJ_H1_STASH_*: the request side stashes (a slot whose tag is
+// not STASHED), the response side takes it or, finding none for its exchange, marks the slot
+// GONE so that a request ending after its response is handed over at once; TAKEN while the
+// response side reads it in place. Each side claims a slot by compare-and-swap, so the two
+// threads never both hand over one message, nor neither.
+#define WJ_H1_STASH 4
+enum { WJ_H1_STASH_FREE = 0, WJ_H1_STASH_STASHED = 1, WJ_H1_STASH_GONE = 2, WJ_H1_STASH_TAKEN = 3 };
+typedef struct wj_h1_stash {
+    _Atomic uint32_t tag;
+    wj_h1_msg msg;
+} wj_h1_stash;
+
 typedef struct wj_h1 {
     _Atomic uint8_t state;   // WJ_H1_*
     uint8_t client;          // requests go out (the app is the client)
@@ -157,6 +178,7 @@ typedef struct wj_h1 {
     uint64_t announce_mono;                 // and when that call began
     _Atomic uint32_t facts[WJ_H1_FACTS];    // (seq << 8) | WJ_H1_FACT_*
     wj_h1_side req, resp;
+    wj_h1_stash stash[WJ_H1_STASH];
 } wj_h1;
 
 enum { WJ_H1_FACT_KNOWN = 0x80, WJ_H1_FACT_HEAD = 1, WJ_H1_FACT_CONNECT = 2, WJ_H1_FACT_DETAILED = 4,
