@@ -142,6 +142,24 @@ static int case_compatible(const uint8_t *p, size_t n, const char *lit) {
 // Case-insensitive match against a lowercase literal of the same length.
 static int name_is(const uint8_t *p, const char *lit) { return case_compatible(p, SIZE_MAX, lit); }
 
+// The same for a field name already checked to be a token, `n` (4 to 17) bytes long, a word
+// at a time: OR 0x20 lowers a letter, keeps '-' and digits, and maps no other token byte onto
+// a lowercase letter or '-' (CR, which would become '-', is not a token byte).
+static inline uint64_t load_lowered(const uint8_t *p, size_t n) {
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    return w | (0x2020202020202020ull >> (8 * (8 - n)));
+}
+
+static inline int token_name_is(const uint8_t *p, size_t n, const char *lit) {
+    if (n <= 8) return load_lowered(p, n) == load_lowered((const uint8_t *)lit, n);
+    for (size_t k = 0; k + 8 <= n; k += 8) {
+        if (load_lowered(p + k, 8) != load_lowered((const uint8_t *)lit + k, 8)) return 0;
+    }
+    size_t tail = n % 8;
+    return !tail || load_lowered(p + n - tail, tail) == load_lowered((const uint8_t *)lit + n - tail, tail);
+}
+
 static size_t scheme_prefix(const uint8_t *p, size_t n) {
     if (n >= 7 && name_is(p, "http://")) return 7;
     if (n >= 8 && name_is(p, "https://")) return 8;
@@ -694,7 +712,7 @@ static int field_line(const ctx *c, wj_h1_side *s, const line *l, size_t name_en
     size_t vs = name_end + 1, ve = l->cut ? WJ_H1_CARRY : n;
     switch (name_end) {
     case 4:
-        if (!name_is(q, "host") || !s->is_request) return 1;
+        if (!s->is_request || !token_name_is(q, 4, "host")) return 1;
         if (s->cur.flags & (WJ_H1_M_HOST_TARGET | WJ_H1_M_HOST_FIELD)) return 1;
         trim(q, &vs, &ve);
         if (keep(s->cur.host, sizeof s->cur.host, &s->cur.host_len, q + vs, ve - vs) || l->cut)
@@ -702,10 +720,10 @@ static int field_line(const ctx *c, wj_h1_side *s, const line *l, size_t name_en
         s->cur.flags |= WJ_H1_M_HOST_FIELD;
         return 1;
     case 7:
-        if (s->is_request && name_is(q, "upgrade")) s->upgrade = 1;
+        if (s->is_request && token_name_is(q, 7, "upgrade")) s->upgrade = 1;
         return 1;
     case 14: {
-        if (!name_is(q, "content-length")) return 1;
+        if (!token_name_is(q, 14, "content-length")) return 1;
         uint64_t len;
         trim(q, &vs, &ve);
         // A value longer than a kept line: not one C can check (a documented limit).
@@ -718,7 +736,7 @@ static int field_line(const ctx *c, wj_h1_side *s, const line *l, size_t name_en
         return 1;
     }
     case 17:
-        if (!name_is(q, "transfer-encoding")) return 1;
+        if (!token_name_is(q, 17, "transfer-encoding")) return 1;
         s->te = 1;
         if (!l->cut) {
             s->chunked = (uint8_t)last_coding_is_chunked(q + name_end + 1, n - name_end - 1);
