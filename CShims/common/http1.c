@@ -1002,6 +1002,118 @@ static inline void give_head(const ctx *c, wj_h1_side *s, uint64_t offset, const
     s->head_given += k;
 }
 
+// ---------------------------------------------------------------- header blocks of a known shape
+
+static int framing_field(const uint8_t *q, size_t name_end) {
+    switch (name_end) {
+    case 4: return token_name_is(q, 4, "host");
+    case 7: return token_name_is(q, 7, "upgrade");
+    case 14: return token_name_is(q, 14, "content-length");
+    case 17: return token_name_is(q, 17, "transfer-encoding");
+    default: return 0;
+    }
+}
+
+// Keeps the shape of field lines [q, q + len) that were just framed whole (wj_h1_shape).
+static void shape_keep(wj_h1_shape *sh, const uint8_t *q, size_t len) {
+    sh->len = 0;
+    sh->misses = 0;
+    if (!len || len > WJ_H1_SHAPE_MAX) return;
+    size_t at = 0, last = 0;
+    unsigned nf = 0;
+    while (at < len) {
+        const uint8_t *lf = memchr(q + at, '\n', len - at);
+        if (!lf) return;
+        size_t n = (size_t)(lf - (q + at));
+        const uint8_t *colon = memchr(q + at, ':', n);
+        if (!colon) return;
+        size_t name_end = (size_t)(colon - (q + at));
+        memset(sh->must + at, 0xff, name_end + 1);
+        memset(sh->must + at + name_end + 1, 0, n - name_end - 1);
+        sh->must[at + n] = 0xff;
+        if (framing_field(q + at, name_end)) {
+            if (nf == WJ_H1_SHAPE_FIELDS) return;
+            sh->field[nf].at = (uint16_t)at;
+            sh->field[nf].n = (uint16_t)n;
+            sh->field[nf].name_end = (uint16_t)name_end;
+            nf++;
+        }
+        last = at;
+        at += n + 1;
+    }
+    memset(sh->must + len, 0, WJ_H1_SHAPE_MAX - len);
+    memcpy(sh->bytes, q, len);
+    sh->nfields = (uint8_t)nf;
+    sh->last_at = (uint16_t)last;
+    sh->len = (uint16_t)len;
+}
+
+// Whether the `len` bytes at q have the kept shape: 16 bytes at a time, the kept bytes where
+// they must be equal, no LF where they may differ.
+static int shape_matches(const wj_h1_shape *sh, const uint8_t *q, size_t len) {
+#if defined(__SSE2__)
+    __m128i acc = _mm_setzero_si128(), lf = _mm_set1_epi8('\n');
+    size_t k = 0;
+    for (; k < len; k += 16) {
+        __m128i v;
+        if (len - k >= 16) {
+            v = _mm_loadu_si128((const __m128i *)(const void *)(q + k));
+        } else {
+            uint8_t tmp[16] = {0};
+            memcpy(tmp, q + k, len - k);
+            v = _mm_loadu_si128((const __m128i *)(const void *)tmp);
+        }
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(sh->bytes + k));
+        __m128i m = _mm_loadu_si128((const __m128i *)(const void *)(sh->must + k));
+        acc = _mm_or_si128(acc, _mm_or_si128(_mm_and_si128(_mm_xor_si128(v, b), m), _mm_andnot_si128(m, _mm_cmpeq_epi8(v, lf))));
+    }
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) == 0xffff;
+#else
+    for (size_t k = 0; k < len; k++)
+        if (sh->must[k] ? q[k] != sh->bytes[k] : q[k] == '\n') return 0;
+    return 1;
+#endif
+}
+
+// At the first field line of a block, all of it in this call: if its field lines have the
+// kept shape, they are taken at once (the framing fields read as usual). 1 taken (*ip moved
+// past them), 0 not (read line by line), -1 a framing field stopped the stream.
+static int shape_take(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t count, uint64_t offset, size_t *ip) {
+    wj_h1_shape *sh = &s->shape;
+    size_t i = *ip, len = sh->len;
+    if (!len || count - i < len || (uint64_t)s->block_bytes + len > WJ_H1_MAX_HEADER) return 0;
+    if (!shape_matches(sh, p + i, len)) {
+        if (sh->misses < 255) sh->misses++;
+        return 0;
+    }
+    sh->misses = 0;
+    uint32_t base = s->block_bytes;
+    for (unsigned k = 0; k < sh->nfields; k++) {
+        size_t at = sh->field[k].at, n = sh->field[k].n;
+        s->line_at = offset + i + at;
+        s->block_bytes = base + (uint32_t)(at + n + 1);
+        s->pos = offset + i + at + n + 1;
+        line l;
+        line_direct(&l, p + i + at, n, count - i - at);
+        if (!field_line(c, s, &l, sh->field[k].name_end)) return -1;
+    }
+    s->line_at = offset + i + sh->last_at;
+    s->block_bytes = base + (uint32_t)len;
+    s->pos = offset + i + len;
+    *ip = i + len;
+    return 1;
+}
+
+// After a block framed line by line (ending with the empty line at `end`): its shape is kept
+// when its field lines were all in this call; after misses, only now and then (a stream whose
+// blocks never repeat a shape pays for keeping one rarely).
+static void shape_after_block(wj_h1_side *s, const uint8_t *p, uint64_t offset, uint64_t end) {
+    wj_h1_shape *sh = &s->shape;
+    if (s->detailed || s->fields_at < offset || end <= s->fields_at) return;
+    if (sh->len && sh->misses > 2 && (sh->misses & 15) != 0) return;
+    shape_keep(sh, p + (s->fields_at - offset), (size_t)(end - s->fields_at));
+}
+
 // Line phases: consume lines from pos until a skip phase is entered (1, pos at its start) or
 // the bytes end (1, the partial line kept) or parsing stops (0).
 // The common case, quickly: whole field lines of a header block, none carried, whose name
@@ -1049,6 +1161,11 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
     size_t i = (size_t)(s->pos - offset);
     while (i < count) {
         if (s->phase == PH_HEADERS && s->line_len == 0) {
+            if (s->pos == s->fields_at && !s->detailed) {
+                int took = shape_take(c, s, p, count, offset, &i);
+                if (took < 0) return 0;
+                if (took) s->fields_at = UINT64_MAX;   // not kept again: it is the kept one
+            }
             i = skip_plain_fields(c, s, p, count, offset, i);
             if (i == SIZE_MAX) return 0;   // a field line stopped the stream
             if (i >= count) break;
@@ -1098,7 +1215,10 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
         int ok;
         if (!s->line_len) {
             line_direct(&l, q, n, rest);
+            uint8_t phase = s->phase;
+            if (phase == PH_HEADERS && l.n == 0) shape_after_block(s, p, offset, offset + (size_t)(q - p));
             ok = handle_line(c, s, &l, mono);
+            if (phase == PH_START && s->phase == PH_HEADERS) s->fields_at = s->pos;
         } else {
             carry_add(s, q, n);
             line_carried(&l, s);

@@ -328,6 +328,55 @@ final class HTTP1DifferentialTests: XCTestCase {
         XCTAssertGreaterThan(takenWhole, 3000, "exchanges taken whole: the path is exercised")
     }
 
+    /// Header blocks of a shape already seen (wj_h1_shape): the repeated block is taken at once
+    /// and only its framing fields read again, so what differs in them must still count, and
+    /// a block that only looks the same (an LF moved inside a value, a name's case, a bad
+    /// Content-Length) must be framed line by line, as the Swift parser frames it.
+    func testRepeatedHeaderShapesAgree() {
+        func req(_ host: String, _ extra: String = "X-Trace: 0123456789") -> String {
+            "GET /r HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: load/1.0\r\n\(extra)\r\nAccept: */*\r\n\r\n"
+        }
+        func resp(_ cl: String, _ date: String = "Tue, 24 Nov 2026 16:00:00 GMT", body: Int? = nil,
+                  name: String = "Content-Length") -> String {
+            let n = body ?? Int(cl) ?? 0
+            return "HTTP/1.1 200 OK\r\nServer: x\r\nDate: \(date)\r\n\(name): \(cl)\r\nConnection: keep-alive\r\n\r\n"
+                + String(repeating: "b", count: n)
+        }
+        let exchanges: [[(String, String)]] = [
+            // The same shape again and again: values of the same length differ, framing values too.
+            [(req("a.example"), resp("10")), (req("b.example"), resp("20", "Tue, 24 Nov 2026 16:00:01 GMT")),
+             (req("c.example"), resp("30")), (req("a.example", "X-Trace: 9876543210"), resp("05"))],
+            // An LF inside a value where the kept shape has none: two lines now.
+            [(req("a.example"), resp("10")), (req("a.example", "X-Trace: 01234\n6789"), resp("10")),
+             (req("a.example"), resp("10", "Tue, 24 Nov\n2026 16:00:00 GMT"))],
+            // A name in another case, a bad length, chunked in place of a length.
+            [(req("a.example"), resp("10")), (req("a.example"), resp("10", name: "content-length")),
+             (req("a.example"), resp("1x", body: 0))],
+            [(req("a.example"), resp("10")), (req("a.example"), resp("chunked", body: 0, name: "Transfer-Encoding"))],
+            // A value that grows by one byte: another shape.
+            [(req("a.example"), resp("9")), (req("a.example"), resp("10")), (req("ab.example"), resp("10"))],
+        ]
+        var failures = 0
+        for (k, conversation) in exchanges.enumerated() {
+            for role in [HTTPRole.server, .client] {
+                let out: HTTPDirection = .out, inn: HTTPDirection = .in
+                let (reqDir, respDir) = role == .client ? (out, inn) : (inn, out)
+                var segs: [Piece] = []
+                for (q, a) in conversation {
+                    segs.append(Piece(dir: reqDir, bytes: Array(q.utf8)))
+                    segs.append(Piece(dir: respDir, bytes: Array(a.utf8)))
+                }
+                for whole in [nil, true] as [Bool?] {
+                    if let d = compare(segs, role: role, whole: whole, detail: { _ in false }) {
+                        failures += 1
+                        XCTFail("conversation \(k) role \(role) whole \(String(describing: whole)):\n\(d)\n\(Self.render(segs))")
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(failures, 0)
+    }
+
     /// Every split point of a few conversations: two segments per piece, cut at each byte.
     func testEverySplitAgrees() {
         var g = ConversationGen(r: Rand(state: 42))

@@ -118,6 +118,22 @@ typedef struct wj_h1_sink {
     uint32_t head_cap;
 } wj_h1_sink;
 
+// The field lines of the side's last header block, kept to recognise the next one of the same
+// shape (a server's responses, a client's requests differ mostly in the values): the same
+// bytes where `must` is 0xff (names, ':', each LF), anything but LF elsewhere (values). Then
+// only the framing fields (Host, Upgrade, Content-Length, Transfer-Encoding) are read again.
+#define WJ_H1_SHAPE_MAX 512
+#define WJ_H1_SHAPE_FIELDS 8
+typedef struct wj_h1_shape {
+    uint16_t len;            // bytes of the field lines (0: none kept)
+    uint16_t last_at;        // where the last line begins
+    uint8_t nfields;
+    uint8_t misses;          // blocks since the last match that did not match
+    struct { uint16_t at, n, name_end; } field[WJ_H1_SHAPE_FIELDS];   // line start, LF, name end
+    uint8_t bytes[WJ_H1_SHAPE_MAX];
+    uint8_t must[WJ_H1_SHAPE_MAX];
+} wj_h1_shape;
+
 // One direction's parser.
 typedef struct wj_h1_side {
     uint8_t is_request;
@@ -152,6 +168,8 @@ typedef struct wj_h1_side {
     uint8_t line_head[WJ_H1_CARRY];
     uint8_t line_tail[WJ_H1_TAIL];
     wj_h1_msg cur;           // the message being framed
+    uint64_t fields_at;      // stream offset of the current block's first field line
+    wj_h1_shape shape;
 } wj_h1_side;
 
 // A request that ended and waits for its response's end, to be offered to sink->exchange with
