@@ -634,7 +634,7 @@ static int start_request(const ctx *c, wj_h1_side *s, const line *l) {
     }
     if (state_of(h) == WJ_H1_DETECTING) atomic_store_explicit(&h->state, WJ_H1_HTTP, memory_order_release);
     wj_h1_msg *m = &s->cur;
-    memset(m, 0, sizeof *m);
+    memset(m, 0, offsetof(wj_h1_msg, method));   // method and host count by their lengths
     m->kind = WJ_H1_REQUEST;
     m->seq = seq;
     m->t_first = s->msg_start_mono;
@@ -686,7 +686,7 @@ static int start_response(const ctx *c, wj_h1_side *s, const line *l) {
     s->minor = (uint8_t)(p[7] - '0');
     if (!atomic_load_explicit(&s->open, memory_order_relaxed)) {
         wj_h1_msg *m = &s->cur;
-        memset(m, 0, sizeof *m);
+        memset(m, 0, offsetof(wj_h1_msg, method));   // method and host count by their lengths
         m->kind = WJ_H1_RESPONSE;
         m->seq = seq;
         m->t_first = s->msg_start_mono;
@@ -1125,6 +1125,7 @@ static size_t skip_plain_fields(const ctx *c, wj_h1_side *s, const uint8_t *p, s
     while (i < count) {
         const uint8_t *q = p + i;
         size_t rest = count - i;
+        if (q[0] == '\r' || q[0] == '\n') break;   // the empty line (or a malformed one): the general loop's
         line_scan ls = scan_field_line(q, rest);
         if (ls.lf == SIZE_MAX) break;
         size_t n = ls.lf, total = n + 1;
@@ -1187,7 +1188,7 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
             }
             begin_message(c, s, mono);
         }
-        const uint8_t *nl = memchr(q, '\n', rest);
+        const uint8_t *nl = q[0] == '\r' && rest > 1 && q[1] == '\n' ? q + 1 : memchr(q, '\n', rest);
         if (!nl) {
             if ((uint64_t)s->block_bytes + s->line_len + rest > WJ_H1_MAX_HEADER) {
                 too_large(c, s);
