@@ -674,6 +674,10 @@ public final class Aggregator {
                 line.field("bytes_out", outBytes)
                 line.endObject()
             }
+            let framers = [httpConn?.raw, httpConn?.plain].compactMap { $0 }
+            let unpaired = framers.reduce(0) { $0 + $1.unpairedResponses }, late = framers.reduce(0) { $0 + $1.lateMessages }
+            if unpaired > 0 { line.field("http_unpaired_responses", unpaired) }
+            if late > 0 { line.field("http_late_messages", late) }
         }
         if phases.hasTCPInfo {
             line.key("tcp_info")

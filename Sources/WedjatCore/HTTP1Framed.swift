@@ -70,6 +70,10 @@ public final class HTTP1Framed {
     public private(set) var requestCount = 0
     /// Message events that came after the stream stopped, or too far ahead to be kept.
     public private(set) var lateMessages = 0
+    /// Responses whose request never came before the stream stopped (its sender was still in
+    /// its call when another thread read the answer and closed the connection): not paired,
+    /// counted on the connection (`http_unpaired_responses`).
+    public private(set) var unpairedResponses = 0
     /// Exchanges the C side took whole (counted where they ended, http_counts.c): they came as
     /// no message. Known from the `answered` every message carries (see `drain`).
     public private(set) var countedInC = 0
@@ -265,6 +269,8 @@ public final class HTTP1Framed {
                     s.pointee.error = (base == stop.current ? stop.error : nil) ?? other
                 }
                 emit(s, detailed: detailed, counted: counted)
+            } else if s.pointee.haveResp {
+                unpairedResponses += 1
             }
             s.pointee = Slot()
             base += 1
