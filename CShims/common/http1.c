@@ -1078,16 +1078,16 @@ static void shape_keep(wj_h1_shape *sh, const uint8_t *q, size_t len) {
 static int shape_matches(const wj_h1_shape *sh, const uint8_t *q, size_t len) {
 #if defined(__SSE2__)
     __m128i acc = _mm_setzero_si128(), lf = _mm_set1_epi8('\n');
-    size_t k = 0;
-    for (; k < len; k += 16) {
-        __m128i v;
-        if (len - k >= 16) {
-            v = _mm_loadu_si128((const __m128i *)(const void *)(q + k));
-        } else {
-            uint8_t tmp[16] = {0};
-            memcpy(tmp, q + k, len - k);
-            v = _mm_loadu_si128((const __m128i *)(const void *)tmp);
-        }
+    uint8_t tmp[16];
+    if (len < 16) {   // one chunk, through a copy (the kept bytes past len are 0 in `must`)
+        memset(tmp, 0, sizeof tmp);
+        memcpy(tmp, q, len);
+        q = tmp;
+    }
+    for (size_t k = 0; k < len; k += 16) {
+        // The last chunk ends at len, overlapping the one before: no byte past the block read.
+        if (len >= 16 && len - k < 16) k = len - 16;
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + k));
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(sh->bytes + k));
         __m128i m = _mm_loadu_si128((const __m128i *)(const void *)(sh->must + k));
         acc = _mm_or_si128(acc, _mm_or_si128(_mm_and_si128(_mm_xor_si128(v, b), m), _mm_andnot_si128(m, _mm_cmpeq_epi8(v, lf))));
