@@ -21,4 +21,5 @@ extern int cunit_failures, cunit_checks;
 void test_lifecycle(void);
 void test_redact(void);
 void test_ring(void);
+void test_h1_stash(void);
 #endif

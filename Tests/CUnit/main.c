@@ -6,6 +6,7 @@ int main(void) {
     test_lifecycle();
     test_redact();
     test_ring();
+    test_h1_stash();
     printf("cunit: %d checks, %d failed\n", cunit_checks, cunit_failures);
     return cunit_failures != 0;
 }
