@@ -29,6 +29,7 @@ public struct NGHTTP2Library: @unchecked Sendable {
 public final class HPACKDecoder {
     let api: UnsafePointer<wj_nghttp2_api>
     private var inflater: OpaquePointer?
+    private var pool: OpaquePointer?     // the inflater's allocations (wj_nghttp2_inflater_new)
     private var inBlock = false
     /// The largest dynamic table size the decoder's side allowed (SETTINGS_HEADER_TABLE_SIZE;
     /// 4096 until it says otherwise).
@@ -38,12 +39,20 @@ public final class HPACKDecoder {
     public init?(_ lib: NGHTTP2Library) {
         api = lib.api
         var p: OpaquePointer?
-        guard api.pointee.inflate_new(&p) == 0, let p else { return nil }
+        var pool: OpaquePointer?
+        guard wj_nghttp2_inflater_new(api, &p, &pool) == 0, let p else { return nil }
         inflater = p
+        self.pool = pool
     }
 
-    deinit {
+    deinit { release() }
+
+    /// The inflater and its pool let go (the context is unusable from now on).
+    private func release() {
         if let inflater { api.pointee.inflate_del(inflater) }
+        inflater = nil
+        wj_nghttp2_pool_free(pool)
+        pool = nil
     }
 
     /// The decoder's side advertised SETTINGS_HEADER_TABLE_SIZE = `size`. A larger limit is
@@ -76,8 +85,7 @@ public final class HPACKDecoder {
             var flags: Int32 = 0
             let rv = api.pointee.inflate_hd(inflater, &nv, &flags, inp, left, final ? 1 : 0)
             if rv < 0 || rv > left {
-                api.pointee.inflate_del(inflater)
-                self.inflater = nil
+                release()
                 return false
             }
             if rv > 0 { inp = inp.map { $0 + rv }; left -= rv }
@@ -94,8 +102,7 @@ public final class HPACKDecoder {
             if flags & Int32(WJ_NGHTTP2_HD_INFLATE_EMIT) == 0 && left == 0 {
                 // A final block must end in FINAL; otherwise more input is awaited.
                 if final {
-                    api.pointee.inflate_del(inflater)
-                    self.inflater = nil
+                    release()
                     return false
                 }
                 return true
@@ -107,8 +114,7 @@ public final class HPACKDecoder {
 
     /// Gives up: the context is unusable from now on.
     func fail() -> Bool {
-        if let inflater { api.pointee.inflate_del(inflater) }
-        inflater = nil
+        release()
         return false
     }
 

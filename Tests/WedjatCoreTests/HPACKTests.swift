@@ -1,5 +1,6 @@
 import XCTest
-import WedjatCore
+@testable import WedjatCore
+import CWedjatNghttp2
 
 /// RFC 7541 Appendix C.3 to C.6 through libnghttp2's decoder (loaded with dlopen), each block
 /// whole, split at every byte boundary, and byte by byte: the same fields and the same dynamic
@@ -207,6 +208,28 @@ final class HPACKTests: XCTestCase {
         f.allowTableSize(0)
         XCTAssertEqual(f.maxTableSize, 4096)
         XCTAssertTrue(f.decode([0x82], 1, final: true) { _, _ in })
+    }
+
+    /// The inflater allocates from a pool of its own when libnghttp2 takes an allocator
+    /// (nghttp2_hd_inflate_new2, in every 1.x): blocks freed by one field serve the next, and
+    /// a table that grows past the pool's sizes (a 3,000-byte value) still decodes.
+    func testPooledInflaterDecodesLargeAndRepeatedFields() throws {
+        let lib = try library()
+        var p: OpaquePointer?, pool: OpaquePointer?
+        XCTAssertEqual(wj_nghttp2_inflater_new(lib.api, &p, &pool), 0)
+        XCTAssertNotNil(pool, "libnghttp2 has nghttp2_hd_inflate_new2")
+        lib.api.pointee.inflate_del(p)
+        wj_nghttp2_pool_free(pool)
+        let d = HPACKDecoder(lib)!
+        // A literal with incremental indexing, name "x-big" (new), a 3,000-byte value, then the
+        // same field by its index (62) a hundred times.
+        let value = [UInt8](repeating: UInt8(ascii: "v"), count: 3000)
+        var block: [UInt8] = [0x40, 0x05] + Array("x-big".utf8) + [0x7f, 0xb9, 0x16] + value
+        block += [UInt8](repeating: 0xbe, count: 100)
+        var fields = 0, bytes = 0
+        XCTAssertTrue(d.decode(block, block.count, final: true) { _, v in fields += 1; bytes += v.count })
+        XCTAssertEqual(fields, 101)
+        XCTAssertEqual(bytes, 101 * 3000)
     }
 
     func testMissingLibrary() {

@@ -39,6 +39,16 @@ typedef ssize_t (*wj_nghttp2_hd_deflate_hd_fn)(wj_nghttp2_hd_deflater *deflater,
 typedef size_t (*wj_nghttp2_hd_deflate_bound_fn)(wj_nghttp2_hd_deflater *deflater, const wj_nghttp2_nv *nva, size_t nvlen);
 typedef int (*wj_nghttp2_hd_deflate_change_table_size_fn)(wj_nghttp2_hd_deflater *deflater, size_t size);
 
+// nghttp2_mem: the allocator nghttp2_hd_inflate_new2 takes.
+typedef struct wj_nghttp2_mem {
+    void *mem_user_data;
+    void *(*malloc)(size_t size, void *mem_user_data);
+    void (*free)(void *ptr, void *mem_user_data);
+    void *(*calloc)(size_t nmemb, size_t size, void *mem_user_data);
+    void *(*realloc)(void *ptr, size_t size, void *mem_user_data);
+} wj_nghttp2_mem;
+typedef int (*wj_nghttp2_hd_inflate_new2_fn)(wj_nghttp2_hd_inflater **inflater_ptr, wj_nghttp2_mem *mem);
+
 typedef struct wj_nghttp2_api {
     // The decoder: all required.
     wj_nghttp2_hd_inflate_new_fn inflate_new;
@@ -57,7 +67,17 @@ typedef struct wj_nghttp2_api {
     wj_nghttp2_hd_deflate_bound_fn deflate_bound;
     wj_nghttp2_hd_deflate_change_table_size_fn deflate_change_table_size;
     const char *version;  // nghttp2_version(0)->version_str, or "?"
+    wj_nghttp2_hd_inflate_new2_fn inflate_new2;   // may be NULL (then no pool)
 } wj_nghttp2_api;
+
+// An inflater whose allocations come from a pool of its own: nghttp2 allocates and frees a
+// buffer for nearly every field it decodes, and the pool keeps freed blocks of a few sizes for
+// the next (at most 64 of each: bounded). The pool belongs to one inflater (one thread); free
+// it after the inflater (wj_nghttp2_pool_free). Without inflate_new2, a plain inflater and a
+// NULL pool.
+typedef struct wj_nghttp2_pool wj_nghttp2_pool;
+int wj_nghttp2_inflater_new(const wj_nghttp2_api *api, wj_nghttp2_hd_inflater **inflater, wj_nghttp2_pool **pool);
+void wj_nghttp2_pool_free(wj_nghttp2_pool *pool);
 
 // libnghttp2.so.14, opened RTLD_LAZY|RTLD_LOCAL on the first call (thread-safe, once per
 // process): its symbols never become the program's. NULL when the library or one of the
