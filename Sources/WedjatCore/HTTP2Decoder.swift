@@ -102,7 +102,7 @@ struct H2Shared {
             s.ex.http2!.grpc!.requestMessages = s.requestCount.lost ? nil : s.requestCount.messages
             s.ex.http2!.grpc!.responseMessages = s.responseCount.lost ? nil : s.responseCount.messages
         }
-        completed.append(s.ex)
+        completed.append((consume s).ex)   // moved, not copied (its other fields are plain)
     }
 
     mutating func newStream(id: UInt32, startMono: UInt64, pushed: Bool) -> Int? {
