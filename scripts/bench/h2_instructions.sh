@@ -9,10 +9,36 @@
 # default budget makes a third of the measured streams full records); prints instructions per request and what wedjat adds
 # (target: <= +25% with HTTP/2 decoding), and what the default run logged.
 #   scripts/bench/h2_instructions.sh LIBDIR [--cache-sim]
+#   scripts/bench/h2_instructions.sh --decoder
+# --decoder: the aggregator's HTTP/2 decoder alone, deterministic (no TLS, no scheduling):
+# `wedjat-http-bench --h2` (release, built into a temp dir) under cachegrind, 2,000 and 12,000
+# nginx-like exchanges, the difference per exchange (the figure includes the bench's own
+# encoding of the frames, the same in every build). The nginx series moves by about 500
+# instructions a request between runs with h2load's batching: a decoder change smaller than
+# that is measured here.
 # (To be folded into scripts/bench/http_instructions.sh as `--only h2`.)
 # Talks only to 127.0.0.1; every server it starts is stopped by its PID.
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim] | --decoder" >&2; exit 2; }
+if [ "$1" = --decoder ]; then
+    command -v valgrind >/dev/null || { echo "needs valgrind (scripts/deps.sh)" >&2; exit 2; }
+    root=$(cd "$(dirname "$0")/../.." && pwd)
+    work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-h2dec.XXXXXX")
+    trap 'rm -rf "$work"' EXIT
+    swift build -c release --package-path "$root" --scratch-path "$work/build" --product wedjat-http-bench >"$work/build.log" 2>&1 ||
+        { tail -5 "$work/build.log" >&2; exit 1; }
+    # valgrind 3.19 gives up on the release binary's DWARF: the symbols are enough here.
+    strip --strip-debug -o "$work/bench" "$work/build/release/wedjat-http-bench"
+    for n in 2000 12000; do
+        valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$work/cg.$n" "$work/bench" --h2 --messages "$n" --rounds 1 \
+            >/dev/null 2>"$work/vg.$n" || { tail -3 "$work/vg.$n" >&2; exit 1; }
+    done
+    a=$(awk '/^summary:/ { print $2 }' "$work/cg.2000")
+    b=$(awk '/^summary:/ { print $2 }' "$work/cg.12000")
+    echo "# $(date -u +%Y-%m-%dT%H:%MZ) cachegrind $(valgrind --version)"
+    echo "HTTP/2 decoder (wedjat-http-bench --h2): $(( (b - a) / 10000 )) instructions an exchange"
+    exit 0
+fi
 lib=$(cd "$1" && pwd)/libwedjat.so
 cache_sim=no
 [ "${2:-}" = --cache-sim ] && cache_sim=yes
