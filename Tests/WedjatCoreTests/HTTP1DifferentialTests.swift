@@ -420,31 +420,34 @@ final class HTTP1DifferentialTests: XCTestCase {
         XCTAssertEqual(failures, 0)
     }
 
-    /// The response side can be framed before the request side has framed the request: the
-    /// exchange still pairs by index (Java's HttpClient, a reader thread), and the request
-    /// starts when the call that sent it began (10: the announcement), before its response.
-    /// The send/close race: the sender is still in its call (announced, not framed) when another
-    /// thread reads the answer and closes. The response cannot be paired: it is counted, not
-    /// dropped silently, and no exchange is invented.
-    func testResponseWhoseRequestNeverCameIsCounted() {
+    /// A client's request announced (10) before its send, and its whole response framed (30)
+    /// before the request's own bytes: what a reader thread sees while the sender is still in
+    /// its call.
+    private func answeredBeforeSent() -> (FramerWire, [UInt8]) {
         let c = FramerWire(.client)
         let req = Array("GET /x HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
         req.withUnsafeBufferPointer { wj_h1_announce(c.h, &c.sink, 0, $0.baseAddress, $0.count, 10) }
         let resp = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
         resp.withUnsafeBufferPointer { wj_h1_feed(c.h, &c.sink, 0, 0, $0.baseAddress, $0.count, UInt64($0.count), 30) }
+        return (c, req)
+    }
+
+    /// The send/close race: the sender is still in its call (announced, not framed) when another
+    /// thread reads the answer and closes. The response cannot be paired: it is counted, not
+    /// dropped silently, and no exchange is invented.
+    func testResponseWhoseRequestNeverCameIsCounted() {
+        let (c, _) = answeredBeforeSent()
         c.finish(mono: 40)
         XCTAssertEqual(c.out.count, 0)
         XCTAssertEqual(c.framed.unpairedResponses, 1)
         XCTAssertEqual(c.framed.lateMessages, 0)
     }
 
+    /// The response side can be framed before the request side has framed the request: the
+    /// exchange still pairs by index (Java's HttpClient, a reader thread), and the request
+    /// starts when the call that sent it began (10: the announcement), before its response.
     func testResponseBeforeRequestEventPairs() {
-        let c = FramerWire(.client)
-        let req = Array("GET /x HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
-        // Announced before the send (as the hook does), framed after the response was read.
-        req.withUnsafeBufferPointer { wj_h1_announce(c.h, &c.sink, 0, $0.baseAddress, $0.count, 10) }
-        let resp = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
-        resp.withUnsafeBufferPointer { wj_h1_feed(c.h, &c.sink, 0, 0, $0.baseAddress, $0.count, UInt64($0.count), 30) }
+        let (c, req) = answeredBeforeSent()
         XCTAssertEqual(c.framed.takeCompleted().count, 0, "waits for its request")
         req.withUnsafeBufferPointer { wj_h1_feed(c.h, &c.sink, 1, 0, $0.baseAddress, $0.count, UInt64($0.count), 20) }
         let out = c.framed.takeCompleted()

@@ -47,16 +47,12 @@ measure() {
     done
     [ -s "$bench_pidfile" ] || { echo "node did not start in 10 s" >&2; exit 2; }
     a=$(bench_snap)
-    "${load_cpu[@]}" sh -c 'wrk -t1 -c"$1" -d"$2"s "$3" > "$4" 2>&1; rc=$?; cat /proc/$$/stat > "$4.stat"; exit $rc' \
-        sh "$conns" "$secs" "http://127.0.0.1:$port/" "$out" \
-        || { echo "wrk failed: $(tail -5 "$out")" >&2; exit 2; }
+    bench_wrk "http://127.0.0.1:$port/" "$out"
     b=$(bench_snap)
     kill -TERM "$(cat "$bench_pidfile")"   # the server closes and exits normally
     wait "$server_pid" || true
     server_pid=
-    if grep -qE 'Socket errors|Non-2xx' "$out"; then echo "# $mode run $n: wrk: $(grep -E 'Socket errors|Non-2xx' "$out" | tr -s ' ')" >&2; fi
-    bench_record "$mode" "$n" "$(awk '/requests in/ { print $1 }' "$out")" "$a" "$b" \
-        "$(awk '{ print $16 + $17 }' "$out.stat")" "$logs" "$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+    bench_wrk_record "$mode" "$n" "$out" "$a" "$b" "$logs"
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); node $(node --version), wrk $(wrk -v 2>&1 | head -1 | awk '{ print $2 }')"

@@ -142,3 +142,20 @@ bench_rounds() {
     python3 "$bench_lib/summary.py" "$work/results" "$target" "$max_foreign" "$bench_name" "$bench_unit" "${bench_metrics[@]}" || status=$?
     exit "$status"
 }
+
+# wrk servers (nginx.sh, node.sh). bench_wrk URL OUT: wrk -t1 -c$conns -d${secs}s on the load
+# generator's CPU, its output in OUT and its own CPU time (the cutime/cstime of the sh that
+# waited for it) in OUT.stat.
+bench_wrk() {
+    "${load_cpu[@]}" sh -c 'wrk -t1 -c"$1" -d"$2"s "$3" > "$4" 2>&1; rc=$?; cat /proc/$$/stat > "$4.stat"; exit $rc' \
+        sh "$conns" "$secs" "$1" "$2" \
+        || { echo "wrk failed: $(tail -5 "$2")" >&2; exit 2; }
+}
+
+# bench_wrk_record MODE N OUT A B LOGS: the run's figures from wrk's output (bench_record).
+bench_wrk_record() {
+    local out=$3
+    if grep -qE 'Socket errors|Non-2xx' "$out"; then echo "# $1 run $2: wrk: $(grep -E 'Socket errors|Non-2xx' "$out" | tr -s ' ')" >&2; fi
+    bench_record "$1" "$2" "$(awk '/requests in/ { print $1 }' "$out")" "$4" "$5" \
+        "$(awk '{ print $16 + $17 }' "$out.stat")" "$6" "$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
+}
