@@ -59,8 +59,12 @@ pylogs "$pid" "$map" <<'PY'
 soft_mode()
 pid, path = int(sys.argv[1]), sys.argv[2]
 logs = load_dir("logs")
-stalls = [s for s in records(logs, "stall") if s["kind"] == "loop"]
-if expect_eq(len(stalls), 1, "loop stalls of node"):
+# The fixture's 400 ms stall is the longest; node's own start (with --perf-basic-prof it writes
+# a map line for every function it compiles) can be a loop stall of its own, over 250 ms, on a
+# busy machine: seen once in a clean-clone run.
+stalls = sorted((s for s in records(logs, "stall") if s["kind"] == "loop"), key=lambda s: -s["duration_us"])
+expect(1 <= len(stalls) <= 2, f"loop stalls of node: {len(stalls)}, want the fixture's (and at most node's start)")
+if stalls:
     s = stalls[0]
     expect(360_000 <= s["duration_us"] <= 440_000, f"stall duration {s['duration_us']} us, want 400 ms +- 10%")
     # (Its share on CPU is not checked: the loop spins by the wall clock, and on this shared
