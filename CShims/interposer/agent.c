@@ -311,6 +311,9 @@ static void flush_locked(const wj_round *r) {
     ensure_header();
     // Connections still open: what their HTTP framers hold is handed over before the drain.
     if (r->final) wj_framing_end_all(r->now);
+    // Connections closed during a call that has not returned for a second (left by longjmp,
+    // or blocked on a socket another thread closed) end now; at exit, all of them.
+    wj_conns_end_overdue(r->now, r->final ? 0 : 1000000000ull);
     if (exec_failed_tid) {
         APPEND(WJ_REC_EXEC_FAILED, wj_format_exec_failed(buf_, cap_, exec_failed_mono, exec_failed_tid));
         exec_failed_tid = 0;

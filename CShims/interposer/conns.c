@@ -19,6 +19,7 @@ _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
 uint64_t wj_fd_generation = 1;
 _Atomic int wj_connecting_count;
 static _Atomic uint64_t wj_conn_counter;
+static _Atomic int ends_waiting;   // connections whose end waits for a call in flight
 _Atomic uint32_t wj_forks;
 uint64_t wj_untracked_fds;
 
@@ -94,6 +95,25 @@ static void fill_tcp_info(int fd, wj_event *ev) {
     ev->lost = ti.tcpi_lost;
 }
 
+// TCP_INFO as the closer read it, for an end left to a call in flight (the fd is gone then).
+static void keep_tcp_info(wj_conn *c, const wj_event *ti) {
+    WJ_STORE(c->end_has_tcp, ti->has_tcp_info);
+    WJ_STORE(c->end_rtt, ti->rtt_us);
+    WJ_STORE(c->end_rttvar, ti->rttvar_us);
+    WJ_STORE(c->end_retransmits, ti->retransmits);
+    WJ_STORE(c->end_total_retrans, ti->total_retrans);
+    WJ_STORE(c->end_lost, ti->lost);
+}
+
+static void kept_tcp_info(wj_conn *c, wj_event *ev) {
+    ev->has_tcp_info = WJ_LOAD(c->end_has_tcp);
+    ev->rtt_us = WJ_LOAD(c->end_rtt);
+    ev->rttvar_us = WJ_LOAD(c->end_rttvar);
+    ev->retransmits = WJ_LOAD(c->end_retransmits);
+    ev->total_retrans = WJ_LOAD(c->end_total_retrans);
+    ev->lost = WJ_LOAD(c->end_lost);
+}
+
 static void copy_counters(int fd, wj_conn *c, wj_event *ev) {
     ev->role = WJ_LOAD(c->role);
     ev->transport = WJ_LOAD(c->transport);
@@ -150,10 +170,58 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
     wj_conn *c = wj_ref_conn(ref);
     uint32_t slot = WJ_LOAD(c->slot);
     if (atomic_fetch_sub(&c->refs, 1) != 1) return 0;
-    // The last fd: the socket closes with it. The fd is still open, for TCP_INFO.
+    // The last fd: the socket closes with it, unless a call on another thread still holds it
+    // (its bytes not yet counted): then that call ends it as it returns. The fd is still open,
+    // for TCP_INFO.
+    if (WJ_LOAD(c->conn_id) && WJ_LOAD(c->transport) == WJ_TRANSPORT_TCP &&
+        atomic_load_explicit(&c->busy, memory_order_relaxed) > 0) {
+        wj_event ti;
+        memset(&ti, 0, sizeof ti);
+        fill_tcp_info(fd, &ti);
+        keep_tcp_info(c, &ti);
+        WJ_STORE(c->t_end_asked, now);
+        WJ_STORE(c->end_fd, fd);
+        atomic_fetch_add(&ends_waiting, 1);
+        atomic_store(&c->end_pending, 1);
+        if (atomic_load(&c->busy) > 0) return 0;
+        // The call returned meanwhile: whichever of us takes end_pending ends it.
+        if (!atomic_exchange(&c->end_pending, 0)) return 0;
+        atomic_fetch_sub(&ends_waiting, 1);
+    }
     int ended = end_conn(c, slot, fd, now, ev);
     atomic_store_explicit(&c->state, 0, memory_order_release);
     return ended;
+}
+
+// The end of a connection whose last fd was closed during a call, now that the call (or the
+// sweep) is done with it: its time is now, when the socket is released.
+static void end_deferred(wj_conn *c, uint64_t now) {
+    if (!atomic_exchange(&c->end_pending, 0)) return;
+    atomic_fetch_sub(&ends_waiting, 1);
+    int err = errno;
+    wj_event ev;
+    int ended = end_conn(c, WJ_LOAD(c->slot), -1, now, &ev);
+    atomic_store_explicit(&c->state, 0, memory_order_release);
+    if (ended) {
+        ev.fd = WJ_LOAD(c->end_fd);
+        kept_tcp_info(c, &ev);
+        wj_push(&ev);
+    }
+    errno = err;
+}
+
+void wj_conn_end_deferred(wj_conn *c) { end_deferred(c, wj_now_ns()); }
+
+void wj_conns_end_overdue(uint64_t now, uint64_t grace_ns) {
+    if (!atomic_load_explicit(&ends_waiting, memory_order_relaxed)) return;
+    for (unsigned k = 0; k < WJ_CONN_CHUNKS; k++) {
+        wj_conn *chunk = atomic_load_explicit(&wj_conn_chunks[k], memory_order_acquire);
+        if (!chunk) continue;
+        for (unsigned i = 0; i < WJ_CONN_CHUNK; i++) {
+            wj_conn *c = &chunk[i];
+            if (atomic_load(&c->end_pending) && now - WJ_LOAD(c->t_end_asked) >= grace_ns) end_deferred(c, now);
+        }
+    }
 }
 
 static void set_fd_ref(int fd, uint64_t ref) {
@@ -204,6 +272,8 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->dns_query[0], 0);
     WJ_STORE(c->dns_query[1], 0);
     WJ_STORE(c->dns53, 0);
+    WJ_STORE(c->busy, 0);
+    WJ_STORE(c->end_pending, 0);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
     set_fd_ref(fd, wj_ref_make(c));
@@ -275,6 +345,7 @@ void wj_conns_forked(void) {
             WJ_STORE(c->base_in, WJ_LOAD(c->bytes_in));
             WJ_STORE(c->base_out, WJ_LOAD(c->bytes_out));
             WJ_STORE(c->connecting, 0);
+            WJ_STORE(c->busy, 0);   // the threads in calls on it are the parent's
             WJ_STORE(c->fork_epoch, atomic_load_explicit(&wj_forks, memory_order_relaxed));
             atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
             atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);

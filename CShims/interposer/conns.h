@@ -47,6 +47,14 @@ typedef struct wj_conn {
     _Atomic uint8_t dns53;          // a UDP socket whose peer is port 53
     _Atomic uint8_t nonblock;       // known O_NONBLOCK (connect, fcntl F_SETFL): reads cannot block
     char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
+    // Its end handed to a call still in flight (io.c): the socket lives until that call
+    // returns, and its bytes and framing come before the close event.
+    _Atomic int32_t busy;         // I/O calls in flight on it; <= 0: none (a stale call may leave -1)
+    _Atomic uint32_t end_pending; // its last fd was closed while busy: the last call to return ends it
+    _Atomic uint64_t t_end_asked; // when (for the sweep of ends overdue)
+    _Atomic int32_t end_fd;       // the fd whose close asked for the end
+    _Atomic uint8_t end_has_tcp;  // TCP_INFO read by the closer while the fd was still open
+    _Atomic uint32_t end_rtt, end_rttvar, end_retransmits, end_total_retrans, end_lost;
 } wj_conn;
 
 enum { WJ_SLOT_FREE = 0, WJ_SLOT_LIVE = 1 };
@@ -104,7 +112,20 @@ WJ_HIDDEN wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint
 WJ_HIDDEN void wj_fd_add_ref(int fd, uint64_t ref);
 // fd no longer refers to its connection (close, dup2 over it). If that was the last fd, the
 // connection ends: the close event is returned in *ev (1) to push after the real close.
+// When a call is still in flight on the connection (another thread's send whose response was
+// read and the socket closed on a third), its end is left to that call: 0 is returned and
+// wj_conn_call_done pushes the close event.
 WJ_HIDDEN int wj_fd_drop(int fd, uint64_t now, wj_event *ev);
+// The I/O hooks' brackets around the real call (seq_cst: the closer's store of end_pending
+// and its load of busy pair with these).
+static inline void wj_conn_call_begin(wj_conn *c) { atomic_fetch_add(&c->busy, 1); }
+WJ_HIDDEN void wj_conn_end_deferred(wj_conn *c);
+static inline void wj_conn_call_done(wj_conn *c) {
+    if (WJ_UNLIKELY(atomic_fetch_sub(&c->busy, 1) == 1 && atomic_load(&c->end_pending))) wj_conn_end_deferred(c);
+}
+// Ends connections whose end has waited for a call for longer than grace_ns (a call left by
+// longjmp never returns; at exit, grace 0). Cheap when none waits.
+WJ_HIDDEN void wj_conns_end_overdue(uint64_t now, uint64_t grace_ns);
 WJ_HIDDEN void wj_note_error(wj_conn *c, int err, int phase);
 WJ_HIDDEN void wj_conn_connected(wj_conn *c, uint64_t now);
 WJ_HIDDEN void wj_conn_connect_failed(wj_conn *c, int fd, int err);

@@ -1,0 +1,44 @@
+# A socket closed by one thread while another is still in a call on it (issue 15; the send/close
+# race behind test 53's rare lost exchange): fixtures/fid_close_in_flight.c closes each client
+# socket right after sending, while its reader thread waits in recv(MSG_WAITALL) for a response
+# the in-process server sends 100 ms later. The kernel keeps the socket until the recv returns;
+# wedjat must too: every client connection has the reader's bytes and its exchange, and lasts
+# until the response came. The last connection is never answered: its reader is still in recv
+# at exit, and the connection is recorded all the same (ended at exit, its request counted).
+. "$WJ_LIB/common.sh"
+N=8
+wj logs "$FIXTURES/fid_close_in_flight" $N > client.txt 2> client.err || fail "fixture exited $?: $(tail -3 client.err)"
+pylogs "$N" <<'PY'
+import re
+n = int(sys.argv[1])
+rounds = {}
+stuck = None
+for line in open("client.txt"):
+    m = re.match(r"round (\d+) lport (\d+) in (\d+) out (\d+)", line)
+    if m:
+        rounds[int(m[2])] = (int(m[3]), int(m[4]))
+    m = re.match(r"stuck lport (\d+) out (\d+)", line)
+    if m:
+        stuck = (int(m[1]), int(m[2]))
+expect_eq(len(rounds), n, "rounds the fixture reports")
+expect(stuck is not None, "the fixture reports its unanswered connection")
+logs = load_dir("logs")
+clients = {int(c["local"].rsplit(":", 1)[1]): c for c in records(logs, "connection") if c["role"] == "client"}
+for lport, (got, sent) in sorted(rounds.items()):
+    c = clients.get(lport)
+    expect(c is not None, f"client connection from port {lport} recorded")
+    if not c:
+        continue
+    expect_eq((c["bytes_in"], c["bytes_out"]), (got, sent), f"port {lport}: bytes in, out (the reader's recv counted)")
+    expect_eq(c.get("http_requests"), 1, f"port {lport}: its exchange")
+    expect(c["duration_us"] >= 90_000, f"port {lport}: lasts until the response came 100 ms later, not until the close ({c['duration_us']} us)")
+    expect(not c.get("open_at_exit"), f"port {lport}: closed")
+statuses = [h.get("status") for h in records(logs, "http") if (h["pid"], h["conn_id"]) in
+            {(c["pid"], c["conn_id"]) for p, c in clients.items() if p in rounds}]
+expect_eq(sorted(statuses), [200] * n, "the client's exchanges, each with its 200")
+if stuck:
+    c = clients.get(stuck[0])
+    expect(c is not None, "the unanswered connection is recorded")
+    if c:
+        expect_eq((c["bytes_in"], c["bytes_out"]), (0, stuck[1]), "unanswered connection: bytes in, out")
+PY
