@@ -114,6 +114,10 @@ static void kept_tcp_info(wj_conn *c, wj_event *ev) {
     ev->lost = WJ_LOAD(c->end_lost);
 }
 
+static int conn_busy(wj_conn *c) {
+    return atomic_load(&c->busy[WJ_IN]) > 0 || atomic_load(&c->busy[WJ_OUT]) > 0;
+}
+
 static void copy_counters(int fd, wj_conn *c, wj_event *ev) {
     ev->role = WJ_LOAD(c->role);
     ev->transport = WJ_LOAD(c->transport);
@@ -173,8 +177,7 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
     // The last fd: the socket closes with it, unless a call on another thread still holds it
     // (its bytes not yet counted): then that call ends it as it returns. The fd is still open,
     // for TCP_INFO.
-    if (WJ_LOAD(c->conn_id) && WJ_LOAD(c->transport) == WJ_TRANSPORT_TCP &&
-        atomic_load_explicit(&c->busy, memory_order_relaxed) > 0) {
+    if (WJ_LOAD(c->conn_id) && WJ_LOAD(c->transport) == WJ_TRANSPORT_TCP && conn_busy(c)) {
         wj_event ti;
         memset(&ti, 0, sizeof ti);
         fill_tcp_info(fd, &ti);
@@ -183,7 +186,7 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
         WJ_STORE(c->end_fd, fd);
         atomic_fetch_add(&ends_waiting, 1);
         atomic_store(&c->end_pending, 1);
-        if (atomic_load(&c->busy) > 0) return 0;
+        if (conn_busy(c)) return 0;
         // The call returned meanwhile: whichever of us takes end_pending ends it.
         if (!atomic_exchange(&c->end_pending, 0)) return 0;
         atomic_fetch_sub(&ends_waiting, 1);
@@ -193,8 +196,8 @@ int wj_fd_drop(int fd, uint64_t now, wj_event *ev) {
     return ended;
 }
 
-// The end of a connection whose last fd was closed during a call, now that the call (or the
-// sweep) is done with it: its time is now, when the socket is released.
+// The end of a connection whose last fd was closed during a call, now that the calls (or the
+// sweep) are done with it: its time is now, when the socket is released.
 static void end_deferred(wj_conn *c, uint64_t now) {
     if (!atomic_exchange(&c->end_pending, 0)) return;
     atomic_fetch_sub(&ends_waiting, 1);
@@ -210,7 +213,9 @@ static void end_deferred(wj_conn *c, uint64_t now) {
     errno = err;
 }
 
-void wj_conn_end_deferred(wj_conn *c) { end_deferred(c, wj_now_ns()); }
+void wj_conn_end_deferred(wj_conn *c) {
+    if (!conn_busy(c)) end_deferred(c, wj_now_ns());   // the last call on it: another may still run
+}
 
 void wj_conns_end_overdue(uint64_t now, uint64_t grace_ns) {
     if (!atomic_load_explicit(&ends_waiting, memory_order_relaxed)) return;
@@ -219,7 +224,11 @@ void wj_conns_end_overdue(uint64_t now, uint64_t grace_ns) {
         if (!chunk) continue;
         for (unsigned i = 0; i < WJ_CONN_CHUNK; i++) {
             wj_conn *c = &chunk[i];
-            if (atomic_load(&c->end_pending) && now - WJ_LOAD(c->t_end_asked) >= grace_ns) end_deferred(c, now);
+            if (!atomic_load(&c->end_pending)) continue;
+            uint64_t asked = WJ_LOAD(c->t_end_asked), last_io = WJ_LOAD(c->t_last_io);
+            // A call that returned unseen: the socket was released by its last I/O.
+            if (!conn_busy(c)) end_deferred(c, last_io > asked ? last_io : asked);
+            else if (now - asked >= grace_ns) end_deferred(c, now);
         }
     }
 }
@@ -272,7 +281,8 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->dns_query[0], 0);
     WJ_STORE(c->dns_query[1], 0);
     WJ_STORE(c->dns53, 0);
-    WJ_STORE(c->busy, 0);
+    WJ_STORE(c->busy[WJ_IN], 0);
+    WJ_STORE(c->busy[WJ_OUT], 0);
     WJ_STORE(c->end_pending, 0);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
@@ -345,7 +355,8 @@ void wj_conns_forked(void) {
             WJ_STORE(c->base_in, WJ_LOAD(c->bytes_in));
             WJ_STORE(c->base_out, WJ_LOAD(c->bytes_out));
             WJ_STORE(c->connecting, 0);
-            WJ_STORE(c->busy, 0);   // the threads in calls on it are the parent's
+            WJ_STORE(c->busy[WJ_IN], 0);   // the threads in calls on it are the parent's
+            WJ_STORE(c->busy[WJ_OUT], 0);
             WJ_STORE(c->fork_epoch, atomic_load_explicit(&wj_forks, memory_order_relaxed));
             atomic_fetch_and(&c->watch, ~(uint32_t)WJ_WATCH_CONNECTING);
             atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);

@@ -33,6 +33,13 @@ typedef struct wj_conn {
     _Atomic uint32_t watch;      // WJ_WATCH_*: what an I/O call must look at besides counting
     _Atomic uint32_t slot;       // its own index in the pool
     _Atomic uint32_t fork_epoch; // wj_forks when it opened: a fork since means a child may have it
+    // Its end handed to a call still in flight (io.c): the socket lives until that call
+    // returns, and its bytes and framing come before the close event. busy: I/O calls in
+    // flight, per direction, plain increments (no lock on the hot path: each is written by
+    // the one thread reading, or writing, the stream at a time); <= 0 none (a slot reused
+    // under a stale call may leave -1). In the hot path's cache line, beside conn_id and watch.
+    _Atomic uint32_t end_pending; // its last fd was closed while busy: the last call to return ends it
+    _Atomic int32_t busy[2];
     _Atomic uint64_t base_in, base_out;  // a child's inherited connection: the offsets it took over
     _Atomic uint8_t err_phase;
     _Atomic uint16_t tls_version;
@@ -47,11 +54,7 @@ typedef struct wj_conn {
     _Atomic uint8_t dns53;          // a UDP socket whose peer is port 53
     _Atomic uint8_t nonblock;       // known O_NONBLOCK (connect, fcntl F_SETFL): reads cannot block
     char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
-    // Its end handed to a call still in flight (io.c): the socket lives until that call
-    // returns, and its bytes and framing come before the close event.
-    _Atomic int32_t busy;         // I/O calls in flight on it; <= 0: none (a stale call may leave -1)
-    _Atomic uint32_t end_pending; // its last fd was closed while busy: the last call to return ends it
-    _Atomic uint64_t t_end_asked; // when (for the sweep of ends overdue)
+    _Atomic uint64_t t_end_asked; // when the end was asked for (the sweep of ends overdue)
     _Atomic int32_t end_fd;       // the fd whose close asked for the end
     _Atomic uint8_t end_has_tcp;  // TCP_INFO read by the closer while the fd was still open
     _Atomic uint32_t end_rtt, end_rttvar, end_retransmits, end_total_retrans, end_lost;
@@ -116,15 +119,17 @@ WJ_HIDDEN void wj_fd_add_ref(int fd, uint64_t ref);
 // read and the socket closed on a third), its end is left to that call: 0 is returned and
 // wj_conn_call_done pushes the close event.
 WJ_HIDDEN int wj_fd_drop(int fd, uint64_t now, wj_event *ev);
-// The I/O hooks' brackets around the real call (seq_cst: the closer's store of end_pending
-// and its load of busy pair with these).
-static inline void wj_conn_call_begin(wj_conn *c) { atomic_fetch_add(&c->busy, 1); }
+// The I/O hooks' brackets around the real call. No fence: a call returning just as the
+// closer looks may be missed by both (the closer sees it busy, it sees no end asked); the
+// agent's sweep then ends the connection at the time of its last I/O.
+static inline void wj_conn_call_begin(wj_conn *c, int dir) { WJ_STORE(c->busy[dir], WJ_LOAD(c->busy[dir]) + 1); }
 WJ_HIDDEN void wj_conn_end_deferred(wj_conn *c);
-static inline void wj_conn_call_done(wj_conn *c) {
-    if (WJ_UNLIKELY(atomic_fetch_sub(&c->busy, 1) == 1 && atomic_load(&c->end_pending))) wj_conn_end_deferred(c);
+static inline void wj_conn_call_done(wj_conn *c, int dir) {
+    WJ_STORE(c->busy[dir], WJ_LOAD(c->busy[dir]) - 1);
+    if (WJ_UNLIKELY(WJ_LOAD(c->end_pending))) wj_conn_end_deferred(c);
 }
-// Ends connections whose end has waited for a call for longer than grace_ns (a call left by
-// longjmp never returns; at exit, grace 0). Cheap when none waits.
+// Ends connections whose end waits for no call any more, or has waited for one longer than
+// grace_ns (a call left by longjmp never returns; at exit, grace 0). Cheap when none waits.
 WJ_HIDDEN void wj_conns_end_overdue(uint64_t now, uint64_t grace_ns);
 WJ_HIDDEN void wj_note_error(wj_conn *c, int err, int phase);
 WJ_HIDDEN void wj_conn_connected(wj_conn *c, uint64_t now);

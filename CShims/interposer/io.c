@@ -121,7 +121,7 @@ static inline int wj_gate_clear(void) {
 // io_slow_NAME, which passes the full gate and does the same.
 #define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir, counted, bufs) \
     static __attribute__((noinline)) ret io_tracked_##name(wj_conn *c_, WJ_UNPAREN_ params) { \
-        wj_conn_call_begin(c_);                                         \
+        wj_conn_call_begin(c_, dir);                                    \
         uint64_t id_ = WJ_LOAD(c_->conn_id), t_block_ = 0;              \
         if (dir == WJ_IN) {                                             \
             if (WJ_UNLIKELY(wj_stall_ns)) t_block_ = wj_blocking_begin_conn(c_); \
@@ -139,7 +139,7 @@ static inline int wj_gate_clear(void) {
             io_failed(c_, id_, fdexpr, err_);                           \
             errno = err_;                                               \
         }                                                               \
-        wj_conn_call_done(c_);                                          \
+        wj_conn_call_done(c_, dir);                                     \
         return r;                                                       \
     }                                                                   \
     static __attribute__((noinline)) ret io_slow_##name params {        \

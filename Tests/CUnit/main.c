@@ -7,6 +7,7 @@ int main(void) {
     test_redact();
     test_ring();
     test_h1_stash();
+    test_close_in_flight();
     printf("cunit: %d checks, %d failed\n", cunit_checks, cunit_failures);
     return cunit_failures != 0;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # C unit tests of the interposer's pure parts: the lifecycle's transition function, argv
-# redaction, the ring's abandon/discard, the HTTP/1 framer's stash across two threads. Built with AddressSanitizer and UBSan.
+# redaction, the ring's abandon/discard, the HTTP/1 framer's stash across two threads, a connection closed during a call. Built with AddressSanitizer and UBSan.
 #   Tests/CUnit/run.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -10,5 +10,6 @@ ${CC:-cc} -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=u
   -Wno-unused-parameter -D_GNU_SOURCE \
   -I "$root/CShims/common/include" -I "$root/CShims/common" -I "$root/CShims/interposer" -I "$root/Tests/CUnit" \
   "$root"/Tests/CUnit/*.c "$root/CShims/interposer/lifecycle_table.c" \
-  "$root/CShims/common/redact.c" "$root/CShims/common/ring.c" "$root/CShims/common/http1.c" -lpthread -o "$out/cunit"
+  "$root/CShims/common/redact.c" "$root/CShims/common/ring.c" "$root/CShims/common/http1.c" \
+  "$root/CShims/interposer/conns.c" "$root/CShims/common/sys.c" -lpthread -o "$out/cunit"
 "$out/cunit"
