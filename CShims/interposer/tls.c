@@ -220,6 +220,8 @@ int wj_hook_SSL_set_fd(void *ssl, int fd) {
         openssl_resolve((void *)WJ_REAL(name));                       \
         tls_call call;                                                \
         call_begin(&call, ssl, ossl_fd(ssl), WJ_TLS_OPENSSL);         \
+        wj_conn *held = call.c;  /* a close meanwhile waits for it */ \
+        if (held) wj_conn_call_begin(held, dir);                      \
         if (dir == WJ_OUT && call.c) plaintext_announce(call.c, buf, (size_t)(want)); \
         int r = WJ_REAL(name) args;                                   \
         int err = errno;                                              \
@@ -229,6 +231,7 @@ int wj_hook_SSL_set_fd(void *ssl, int fd) {
             uint64_t moved = (got_expr);                              \
             if (moved) plaintext(c, call.fd, dir, buf, moved);        \
         }                                                             \
+        if (held) wj_conn_call_done(held, dir);                       \
         errno = err;                                                  \
         return r;                                                     \
     }
@@ -275,11 +278,14 @@ int wj_hook_gnutls_handshake(void *session) {
         gnutls_resolve((void *)WJ_REAL(name));                        \
         tls_call call;                                                \
         call_begin(&call, session, gtls_fd(session), WJ_TLS_GNUTLS);  \
+        wj_conn *held = call.c;  /* a close meanwhile waits for it */ \
+        if (held) wj_conn_call_begin(held, dir);                      \
         if (dir == WJ_OUT && call.c) plaintext_announce(call.c, buf, n); \
         ssize_t r = WJ_REAL(name) args;                               \
         int err = errno;                                              \
         wj_conn *c = call_end(&call, session, WJ_TLS_GNUTLS);         \
         if (c && r > 0) plaintext(c, call.fd, dir, buf, (uint64_t)r); \
+        if (held) wj_conn_call_done(held, dir);                       \
         errno = err;                                                  \
         return r;                                                     \
     }
