@@ -23,7 +23,9 @@
 
 // WJ_T_UNWINDING: libunwind walks this app thread's own stack (stalls.c); its reads and
 // writes of its address-checking pipe are answered by io.c (the pipe is in wedjat's fd table).
-enum { WJ_T_INTERNAL = 1, WJ_T_VFORK = 2, WJ_T_INSIDE = 4, WJ_T_HANDLER = 8, WJ_T_UNWINDING = 16 };
+// WJ_T_TLS_LEARN: inside a TLS library call whose socket the library could not name (tls.c):
+// the I/O hooks take their slow path and note the fd they move bytes on. The gate ignores it.
+enum { WJ_T_INTERNAL = 1, WJ_T_VFORK = 2, WJ_T_INSIDE = 4, WJ_T_HANDLER = 8, WJ_T_UNWINDING = 16, WJ_T_TLS_LEARN = 32 };
 
 #define WJ_HANDLER_FRAMES 8
 

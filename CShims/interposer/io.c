@@ -39,7 +39,6 @@ static inline void io_count(wj_conn *c, int fd, int dir, uint64_t n, const void 
     uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->bytes_in : &c->bytes_out, n, memory_order_relaxed);
     uint64_t now = wj_now_ns();
     WJ_STORE(c->t_last_io, now);
-    if (WJ_UNLIKELY(wj_tls_inside)) wj_tls_fd = fd;
     if (WJ_UNLIKELY(start == 0 || (WJ_LOAD(c->watch) & WJ_WATCH_IO))) io_watch(c, fd, dir, start, n, now, buf, iov, iovcnt);
 }
 
@@ -153,6 +152,11 @@ static inline int wj_gate_clear(void) {
         (void)WJ_REAL(name);                                            \
         wj_conn *c_ = wj_fd_conn(fdexpr);                               \
         if (!c_) return WJ_REAL(name) args;                             \
+        if (WJ_UNLIKELY(wj_self.flags & WJ_T_TLS_LEARN)) {              \
+            ret r_ = io_tracked_##name(c_, WJ_UNPAREN_ args);           \
+            if (r_ > 0) wj_tls_fd = fdexpr;                             \
+            return r_;                                                  \
+        }                                                               \
         return io_tracked_##name(c_, WJ_UNPAREN_ args);                 \
     }                                                                   \
     WJ_EXPORT ret name params {                                         \

@@ -5,6 +5,7 @@
 // remembered in a small table.
 #include "tls.h"
 #include "conns.h"
+#include "context.h"
 #include "framing.h"
 #include "hooks.h"
 #include "sockets.h"
@@ -12,7 +13,6 @@
 #include <errno.h>
 #include <string.h>
 
-__thread int wj_tls_inside __attribute__((tls_model("initial-exec")));
 __thread int wj_tls_fd __attribute__((tls_model("initial-exec")));
 
 // ---- functions of the TLS library that wedjat calls but does not hook: looked up in the
@@ -118,13 +118,14 @@ static void call_begin(tls_call *call, const void *session, int lib_fd, int lib)
     call->c = call->fd >= 0 ? wj_fd_conn(call->fd) : 0;
     call->t = wj_now_ns();
     if (call->c && !WJ_LOAD(call->c->tls)) tls_begins(call->c, lib);
-    wj_tls_inside = 1;
+    // The socket unknown: the I/O this call does names it (off the hooks' fast path).
+    if (!call->c) wj_self.flags |= WJ_T_TLS_LEARN;
     wj_tls_fd = -1;
 }
 
 // After the real call: learn the socket from the I/O it did, if the library could not say.
 static wj_conn *call_end(tls_call *call, const void *session, int lib) {
-    wj_tls_inside = 0;
+    wj_self.flags &= ~(uint32_t)WJ_T_TLS_LEARN;
     if (!call->c && wj_tls_fd >= 0) {
         call->fd = wj_tls_fd;
         call->c = wj_fd_conn(call->fd);
