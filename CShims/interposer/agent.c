@@ -441,6 +441,7 @@ static void flush_locked(const wj_round *r) {
             .open_connections = open,
             .capture_dropped = wj_ring_dropped(&wj_payload_ring),
             .stalls_lost = wj_stalls_lost(),
+            .bytes_after_end = atomic_load_explicit(&wj_bytes_after_end, memory_order_relaxed),
         };
         if (wj_proc.end_reason == WJ_END_EXEC)
             ec.exec_unwatched = wj_exec_unwatched_reason(final_request.exec_target, final_request.exec_envp);

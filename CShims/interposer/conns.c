@@ -22,6 +22,7 @@ static _Atomic uint64_t wj_conn_counter;
 static _Atomic int ends_waiting;   // connections whose end waits for a call in flight
 _Atomic uint32_t wj_forks;
 uint64_t wj_untracked_fds;
+_Atomic uint64_t wj_bytes_after_end;
 
 uint64_t wj_next_conn_id(void) { return atomic_fetch_add(&wj_conn_counter, 1) + 1; }
 

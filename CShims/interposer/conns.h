@@ -154,5 +154,8 @@ WJ_HIDDEN void wj_fds_each(int (*fn)(int fd, wj_conn *c, void *ctx), void *ctx);
 WJ_HIDDEN void wj_conns_fork_parent(void);
 WJ_HIDDEN extern _Atomic uint32_t wj_forks;
 WJ_HIDDEN extern uint64_t wj_untracked_fds;   // sockets whose fd was too large for the table
+// Bytes moved by calls that returned after their connection had ended (a call still running a
+// second after its socket's close, or a close racing the call's start): in no connection.
+WJ_HIDDEN extern _Atomic uint64_t wj_bytes_after_end;
 WJ_HIDDEN int wj_conn_snapshot(uint32_t slot, uint64_t conn_id, wj_event *out);
 #endif

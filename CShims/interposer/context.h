@@ -26,6 +26,9 @@
 // WJ_T_TLS_LEARN: inside a TLS library call whose socket the library could not name (tls.c):
 // the I/O hooks take their slow path and note the fd they move bytes on. The gate ignores it.
 enum { WJ_T_INTERNAL = 1, WJ_T_VFORK = 2, WJ_T_INSIDE = 4, WJ_T_HANDLER = 8, WJ_T_UNWINDING = 16, WJ_T_TLS_LEARN = 32 };
+// libunwind's address check on an unwinding thread, answered without any fd (io.c): its
+// read()s, write()s and syscall(SYS_read/SYS_write)s of its pipe all come here.
+WJ_HIDDEN long wj_unwind_io(int is_write, const void *p, size_t n);
 
 #define WJ_HANDLER_FRAMES 8
 

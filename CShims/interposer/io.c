@@ -74,10 +74,12 @@ static void count_unseen(int fd, int dir, uint64_t n) {
 #define WJ_EXPAND(m, ...) m(__VA_ARGS__)
 
 // libunwind walking an app thread's own stack (context.h WJ_T_UNWINDING) checks an address
-// by write()ing one byte of it to its pipe, after read()ing that pipe empty. Its pipe is in
-// wedjat's fd table: here the read finds it empty and the write says whether the byte can
-// be read, without any fd (process_vm_readv on this process).
-static __attribute__((noinline, cold)) long unwind_io(int is_write, const void *p, size_t n) {
+// by writing one byte of it to its pipe, after reading that pipe empty (with read/write or
+// with syscall(SYS_read/SYS_write): syscall.c). Its pipe is in wedjat's fd table, whose
+// numbers are the app's stdin and stdout on an app thread: here the read finds it empty and
+// the write says whether the byte can be read, without any fd (process_vm_readv on this
+// process).
+__attribute__((noinline, cold)) long wj_unwind_io(int is_write, const void *p, size_t n) {
     if (!is_write) {
         errno = EAGAIN;
         return -1;
@@ -131,8 +133,12 @@ static inline int wj_gate_clear(void) {
         ret r = wj_real.name args;                                      \
         if (WJ_UNLIKELY(t_block_)) blocking_end(#name, fdexpr, t_block_, r < 0); \
         if (WJ_LIKELY(r > 0)) {                                         \
-            if (WJ_LIKELY(WJ_LOAD(c_->conn_id) == id_) && (counted))    \
-                WJ_EXPAND(io_count, c_, fdexpr, dir, (uint64_t)r, WJ_EXPAND(WJ_BUF_ARGS, bufs)); \
+            if (WJ_LIKELY(WJ_LOAD(c_->conn_id) == id_)) {               \
+                if (counted)                                            \
+                    WJ_EXPAND(io_count, c_, fdexpr, dir, (uint64_t)r, WJ_EXPAND(WJ_BUF_ARGS, bufs)); \
+            } else if (counted) {                                       \
+                atomic_fetch_add_explicit(&wj_bytes_after_end, (uint64_t)r, memory_order_relaxed); \
+            }                                                           \
         } else if (r < 0) {                                             \
             int err_ = errno;                                           \
             io_failed(c_, id_, fdexpr, err_);                           \
@@ -144,7 +150,7 @@ static inline int wj_gate_clear(void) {
     static __attribute__((noinline)) ret io_slow_##name params {        \
         if (WJ_UNLIKELY(wj_self.flags & WJ_T_UNWINDING) &&              \
             (!__builtin_strcmp(#name, "read") || !__builtin_strcmp(#name, "write"))) \
-            return (ret)unwind_io(dir == WJ_OUT, WJ_EXPAND(WJ_UNWIND_ARGS, bufs)); \
+            return (ret)wj_unwind_io(dir == WJ_OUT, WJ_EXPAND(WJ_UNWIND_ARGS, bufs)); \
         int g_ = wj_gate();                                             \
         if (g_ != WJ_GATE_RUN && (g_ != WJ_GATE_INIT || wj_lc_init() != WJ_GATE_RUN)) \
             return WJ_REAL(name) args;                                  \

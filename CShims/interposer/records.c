@@ -614,5 +614,6 @@ size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const
     // are http records with error "desync"; those within skipped bodies cost nothing.
     wj_json_uint(&j, "capture_dropped", c->capture_dropped);
     if (c->stalls_lost) wj_json_uint(&j, "stalls_lost", c->stalls_lost);
+    if (c->bytes_after_end) wj_json_uint(&j, "bytes_after_end", c->bytes_after_end);
     return done(&j);
 }

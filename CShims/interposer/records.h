@@ -47,6 +47,7 @@ WJ_HIDDEN size_t wj_format_warning(char *buf, size_t cap, uint64_t now, const ch
 typedef struct wj_end_counts {
     const char *records;      // "\"type\":n,..." of every record type written before
     uint64_t dropped_events, dropped_records, untracked, open_connections, capture_dropped, stalls_lost;
+    uint64_t bytes_after_end;
     const char *exec_unwatched;   // why the exec'd image will not be watched, if it will not
 } wj_end_counts;
 WJ_HIDDEN size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const wj_end_counts *c);

@@ -46,6 +46,8 @@ WJ_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
 }
 
 long wj_syscall_hook(long n, long a, long b, long c, long d, long e, long f) {
+    if (WJ_UNLIKELY(wj_self.flags & WJ_T_UNWINDING) && (n == SYS_read || n == SYS_write))
+        return wj_unwind_io(n == SYS_write, (const void *)b, (size_t)c);
     int g = wj_gate();
     if (WJ_UNLIKELY(g == WJ_GATE_INIT)) g = wj_lc_init();
     if (g != WJ_GATE_RUN) return REAL_SYSCALL();
