@@ -63,7 +63,8 @@ for d in ("logs_io", "logs_threads"):
         # 20 ms or more later): within 15 ms of main_ts, which a loaded machine can stretch.
         delta = first["interval_start_ts"] - log.start["main_ts"]
         expect(0 <= delta <= 15_000, f"{d}: first interval from main: starts {delta} us after main_ts")
-        expect(float(first["cpu"]["total_pct"]) >= 50.0, f"{d}: the busy process shows its CPU: {first['cpu']}")
+        # A busy loop: on a quiet machine 90-100%; with two other builds on the 2 CPUs it got 21%.
+        expect(float(first["cpu"]["total_pct"]) >= 10.0, f"{d}: the busy process shows its CPU: {first['cpu']}")
     if last:
         expect("total_bytes" in last[0]["system_memory"], f"{d}: a sampled process's exit sample reads system memory")
 print("lazy sampler: ok")
