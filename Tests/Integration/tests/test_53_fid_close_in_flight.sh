@@ -19,7 +19,7 @@ import re
 n = int(sys.argv[1])
 rounds = {}
 stuck = late = None
-for line in open("client.txt"):
+for line in open("client.txt", errors="replace"):
     m = re.match(r"round (\d+) lport (\d+) in (\d+) out (\d+)", line)
     if m:
         rounds[int(m[2])] = (int(m[3]), int(m[4]))
