@@ -364,6 +364,13 @@ void wj_conns_forked(void) {
         }
     }
     atomic_store(&wj_connecting_count, 0);
+    // Ends the parent left to its calls in flight are the parent's to report.
+    if (atomic_exchange(&ends_waiting, 0))
+        for (unsigned k = 0; k < WJ_CONN_CHUNKS; k++) {
+            wj_conn *chunk = atomic_load(&wj_conn_chunks[k]);
+            if (chunk)
+                for (unsigned i = 0; i < WJ_CONN_CHUNK; i++) WJ_STORE(chunk[i].end_pending, 0);
+        }
 }
 
 void wj_note_error(wj_conn *c, int err, int phase) {

@@ -107,4 +107,14 @@ void test_close_in_flight(void) {
     CHECK(n_pushed == 1, "a datagram socket ends at its close: %d", n_pushed);
     wj_conn_call_done(c, WJ_IN);
     CHECK(n_pushed == 1, "and only then: %d", n_pushed);
+
+    // A fork while an end waits for a call: the child does not report the parent's connection.
+    n_pushed = 0;
+    c = open_conn(WJ_TRANSPORT_TCP, &fd, &id);
+    wj_conn_call_begin(c, WJ_IN);
+    close_fd(fd);
+    wj_conns_forked();
+    wj_conns_end_overdue(wj_now_ns(), 0);
+    wj_conn_call_done(c, WJ_IN);
+    CHECK(n_pushed == 0, "the forked child ends nothing of its parent's: %d", n_pushed);
 }
