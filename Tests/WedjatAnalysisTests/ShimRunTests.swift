@@ -73,4 +73,13 @@ final class ShimRunTests: XCTestCase {
         for l in lines { XCTAssertLessThanOrEqual(TextReport.visibleCount(l), 40, "\(lines)") }
         XCTAssertTrue(TextReport.glues("4", "M") && TextReport.glues("d", "2") && !TextReport.glues(",", "w"))
     }
+
+    /// HTML: the short helpers are one table row per process, folded when many.
+    func testHTMLFoldsShortProcesses() throws {
+        let analysis = try RunAnalysis.load(paths: [Self.fixture])
+        let html = HTMLReport().render(analysis, report: Report(analysis: analysis))
+        XCTAssertTrue(html.contains("<details id=\"few-samples-fold\"><summary><h3 class=\"inline\">40 processes with fewer than 3 samples"), html)
+        let table = html.components(separatedBy: "id=\"few-samples\"")[1].components(separatedBy: "</table>")[0]
+        XCTAssertEqual(table.components(separatedBy: "<tr>").count - 2, 40, "one row per process, the charted python3.11 left out")
+    }
 }
