@@ -527,7 +527,8 @@ struct Table {
         // 2 of indent, 2 between columns.
         var total = 2 + widths.reduce(0, +) + 2 * (widths.count - 1)
         while total > style.width {
-            guard let i = flexible.filter({ widths[$0] > minFlexible }).max(by: { widths[$0] < widths[$1] }) else { break }
+            // The widest; of equally wide ones the rightmost (a Set's order differs from run to run).
+            guard let i = flexible.filter({ widths[$0] > minFlexible }).max(by: { (widths[$0], $0) < (widths[$1], $1) }) else { break }
             let others = flexible.filter { $0 != i }.map { widths[$0] }.max() ?? minFlexible
             let cut = min(total - style.width, widths[i] - max(minFlexible, min(widths[i] - 1, others)))
             widths[i] -= max(1, cut)
