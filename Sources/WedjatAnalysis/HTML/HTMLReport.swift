@@ -61,7 +61,7 @@ public struct HTMLReport {
             s4xx += row.statusClasses.s4xx; s5xx += row.statusClasses.s5xx
             cutShort += row.errors; failedConnects += row.failedConnections
         }
-        func rate(_ v: Double?) -> String { v.map { Format.fixed($0 * 100, 2) + "%" } ?? "" }
+        func rate(_ v: Double?) -> String { v.map(Format.percent) ?? "" }
         var lost: [String] = []
         if h.droppedEvents > 0 { lost.append(Format.count(Int(h.droppedEvents), "dropped event")) }
         if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "dropped record")) }
@@ -162,7 +162,7 @@ public struct HTMLReport {
             + "Hover a row for its phases; drag across the time axis to zoom, double-click it to zoom out."
         if shown < collector.requestsSeen {
             note += " Shown: the first \(selection.first.count) of \(collector.requestsSeen) by start, \(sampled.count) sampled "
-                + "evenly over the run and the \(selection.slowest.count) slowest of the others; \(collector.requestsSeen - shown) are left out."
+                + "evenly over the run's time (one in each \(Format.duration(collector.sampleSlotUs)) at most) and the \(selection.slowest.count) slowest of the others; \(collector.requestsSeen - shown) are left out."
         }
         if summarized > 0 {
             note += " \(summarized) more exchanges were over the writer's record budget and were only counted (http_summary)."
