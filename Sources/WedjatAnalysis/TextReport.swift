@@ -159,7 +159,11 @@ public struct TextReport {
             + loud.dropFirst(Self.processesShown) + quiet.dropFirst(Swift.max(0, Self.quietFill - loud.count))
         let shownCount = Swift.min(loud.count, Self.processesShown) + Swift.min(quiet.count, Swift.max(0, Self.quietFill - loud.count))
         var procTable = Table(header: ["PID", "PROGRAM", "EXE", "DURATION", "STATUS", "CONNS", "IN", "OUT", "DROPS"],
-                              rightAligned: [0, 3, 5, 6, 7, 8], flexible: [1, 2])
+                              rightAligned: [0, 3, 5, 6, 7, 8], flexible: [1, 2, 4])
+        // The status is cut last (`killed by SIGTERM` says more than a path); narrow, the
+        // executable's path then the duration are left out (and said).
+        procTable.cutLast = [4]
+        procTable.droppable = [2, 3]
         for c in ordered.prefix(shownCount) {
             let last = c.last!
             var via: [String] = []
@@ -175,6 +179,10 @@ public struct TextReport {
             ])
         }
         out += procTable.render(self)
+        let droppedColumns = procTable.dropped(self)
+        if !droppedColumns.isEmpty {
+            out.append(dim("  (" + droppedColumns.joined(separator: ", ") + " left out at this width: a wider terminal, or --format json)"))
+        }
         let rest = ordered.dropFirst(shownCount)
         if !rest.isEmpty {
             var byProgram: [String: Int] = [:]
@@ -487,6 +495,8 @@ struct Table {
     var droppable: [Int] = []
     /// Narrowest the flexible columns are cut to.
     var minFlexible = Table.minFlexible
+    /// Flexible columns cut only once the other flexible ones are at `minFlexible`.
+    var cutLast: Set<Int> = []
     /// Narrowest a flexible column is cut to.
     static let minFlexible = 14
 
@@ -528,7 +538,9 @@ struct Table {
         var total = 2 + widths.reduce(0, +) + 2 * (widths.count - 1)
         while total > style.width {
             // The widest; of equally wide ones the rightmost (a Set's order differs from run to run).
-            guard let i = flexible.filter({ widths[$0] > minFlexible }).max(by: { (widths[$0], $0) < (widths[$1], $1) }) else { break }
+            let cuttable = flexible.filter { widths[$0] > minFlexible }
+            let first = cuttable.filter { !cutLast.contains(keptIndex[$0]) }
+            guard let i = (first.isEmpty ? cuttable : first).max(by: { (widths[$0], $0) < (widths[$1], $1) }) else { break }
             let others = flexible.filter { $0 != i }.map { widths[$0] }.max() ?? minFlexible
             let cut = min(total - style.width, widths[i] - max(minFlexible, min(widths[i] - 1, others)))
             widths[i] -= max(1, cut)

@@ -57,6 +57,24 @@ final class ShimRunTests: XCTestCase {
         XCTAssertTrue(section(TextReport(color: false, width: 160).render(r), "STARTUP").contains("SLOWEST"))
     }
 
+    /// At 80 columns PROCESSES leaves out the executable (then the duration) and says so, rather
+    /// than wrapping every row, and the status is not cut before the program and path are.
+    func testProcessesAt80Columns() throws {
+        let text = TextReport(color: false, width: 80).render(try report())
+        let processes = section(text, "PROCESSES").split(separator: "\n")
+        XCTAssertEqual(processes[0], "    PID  PROGRAM                  DURATION  STATUS  CONNS       IN    OUT  DROPS")
+        XCTAssertTrue(processes.contains { $0.contains("(EXE left out at this width") }, "\(processes)")
+        for line in processes.prefix(12) where line.hasPrefix("      ") { XCTFail("a row wrapped: \(line)") }
+        // Narrower still, the duration goes too.
+        let narrow = section(TextReport(color: false, width: 70).render(try report()), "PROCESSES")
+        XCTAssertTrue(narrow.contains("(EXE, DURATION left out at this width"), narrow)
+        let cut = Table(header: ["A", "B", "C"], rightAligned: [], flexible: [0, 2])
+        var t = cut
+        t.cutLast = [2]
+        t.add([Cell(String(repeating: "a", count: 30)), Cell("b"), Cell("killed by SIGTERM")])
+        XCTAssertEqual(t.render(TextReport(width: 40))[1], "  aaaaaaaaaaaaaaa…  b  killed by SIGTERM")
+    }
+
     /// A wrapped line is not cut between a number and its unit or label when it can be cut elsewhere.
     func testWrapKeepsNumbersWithTheirUnits() throws {
         let line = "    RSS  ████████████████████████████████████████  min 23.1 MiB  avg 24.3 MiB  max 24.6 MiB  peak 29.2 MiB"
