@@ -113,11 +113,15 @@ final class HARStream: ExportConsumer {
         buffer.removeAll(keepingCapacity: true)
     }
 
+    /// The read buffers of all runs together hold at most `mergeBuffer` (a long log has many
+    /// runs: memory must not grow with it), each between 16 and 256 KiB.
+    static let mergeBuffer = 16 << 20
+    static func runBufferSize(runs: Int) -> Int { min(256 << 10, max(16 << 10, mergeBuffer / max(1, runs))) }
+
     /// A run read back in order, a record at a time, through a buffer of its own filled with
     /// `pread` (a seek and a small read per record, through one shared FILE, cost a system call
     /// pair per entry: 200,000 of each on a 200 MB log).
     private final class RunReader {
-        static let bufferSize = 256 * 1024
         let fd: Int32
         /// The file offset of the next byte to read into the buffer, and where the run ends.
         var offset: Int64
@@ -127,9 +131,9 @@ final class HARStream: ExportConsumer {
         private var buffer: [UInt8]
         private var pos = 0, filled = 0
 
-        init(fd: Int32, offset: Int64, end: Int64, count: Int) {
+        init(fd: Int32, offset: Int64, end: Int64, count: Int, bufferSize: Int) {
             self.fd = fd; self.offset = offset; self.end = end; self.left = count
-            buffer = [UInt8](repeating: 0, count: Swift.min(Self.bufferSize, Int(Swift.max(1, end - offset))))
+            buffer = [UInt8](repeating: 0, count: Swift.min(bufferSize, Int(Swift.max(1, end - offset))))
             advance()
         }
 
@@ -217,7 +221,7 @@ final class HARStream: ExportConsumer {
                 // Sorted within each run only (the note says why).
                 fflush(spill!)
                 for r in runs {
-                    let reader = RunReader(fd: fileno(spill!), offset: r.offset, end: r.end, count: r.count)
+                    let reader = RunReader(fd: fileno(spill!), offset: r.offset, end: r.end, count: r.count, bufferSize: 64 << 10)
                     while let e = reader.current { write(e); reader.advance() }
                 }
                 buffer.sort(by: Self.ordered)
@@ -226,7 +230,8 @@ final class HARStream: ExportConsumer {
                 // The buffer is the last run; then a k-way merge over a heap of the runs' heads.
                 spillBuffer()
                 fflush(spill!)
-                let readers = runs.map { RunReader(fd: fileno(spill!), offset: $0.offset, end: $0.end, count: $0.count) }
+                let readers = runs.map { RunReader(fd: fileno(spill!), offset: $0.offset, end: $0.end, count: $0.count,
+                                                   bufferSize: Self.runBufferSize(runs: runs.count)) }
                 var heap = readers.indices.filter { readers[$0].current != nil }
                 func less(_ a: Int, _ b: Int) -> Bool { Self.ordered(readers[a].current!, readers[b].current!) }
                 func down(_ i: Int) {
