@@ -5,6 +5,7 @@
 #   Fixtures/http -> Golden/http.txt, http.json       (http, http_summary, TLS, UDP, unix)
 #   Fixtures/vitals -> Golden/vitals.txt, vitals.json (sample, startup: VITALS, STARTUP)
 #   Fixtures/stalls -> Golden/stalls.txt, stalls.json (stall, modules, loops: STALLS)
+#   Fixtures/shim -> Golden/shim.txt                   (a real run through pyenv's shim: helpers folded)
 #   (Golden/stalls.folded comes from programs compiled at test time: WEDJAT_REGEN_GOLDEN=1
 #   swift test --filter StallReportTests/testFoldedGolden)
 #   Fixtures/export -> Golden/export/fixture.{har,trace.json,otlp.jsonl} (wedjat export)
@@ -29,6 +30,7 @@ cd Tests/WedjatAnalysisTests
 "$cli" report --format json Fixtures/vitals > Golden/vitals.json
 "$cli" report --color never Fixtures/stalls > Golden/stalls.txt
 "$cli" report --format json Fixtures/stalls > Golden/stalls.json
+"$cli" report --color never Fixtures/shim > Golden/shim.txt
 # diff exits 1 when a threshold is crossed, which these are meant to show.
 thresholds="--fail-if ttfb.p99>+10% --fail-if http.5xx_rate>+0.5pp --fail-if rss.peak>+20% --fail-if total.p95@api.local>5ms --fail-if requests<-10%"
 "$cli" diff --color never $thresholds Fixtures/diff/a Fixtures/diff/b > Golden/diff.txt || [ $? = 1 ]

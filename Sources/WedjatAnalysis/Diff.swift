@@ -617,7 +617,7 @@ public struct DiffText {
         guard let v else { return "-" }
         switch unit {
         case .count: return Format.fixed(v, 0)
-        case .rate: return Format.fixed(v * 100, 2) + "%"
+        case .rate: return Format.percent(v)
         case .us: return Format.duration(Int64(v.rounded()))
         case .bytes: return Format.bytes(Int64(v.rounded()))
         }

@@ -16,8 +16,12 @@ public struct TextReport {
 
     /// Rows shown of the long sections.
     static let processesShown = 30
+    /// Rows of PROCESSES that quiet processes may fill (after the notable ones).
+    static let quietFill = 10
     static let treeChildrenShown = 20
     static let treeLinesShown = 60
+    /// Quiet children (no network in their whole subtrees) of a node are one line from this many.
+    static let treeQuietFolded = 3
     /// Warnings shown of each kind: many killed processes must not hide a damaged line.
     static let warningsShown = 10
 
@@ -58,18 +62,28 @@ public struct TextReport {
             let room = width - (first ? 0 : indent.count)
             // The last space within the room, counting visible characters only.
             // Preferably after a `;` (between the parts of a line), else at the last space.
+            // A space between a number and its unit or its label (`3.4 MiB`, `pid 23540`) is cut
+            // only when the line has no other space to cut at.
             var visible = 0, cut: Substring.Index?, clause: Substring.Index?, clauseVisible = 0, i = rest.startIndex, inEscape = false
+            var glued: Substring.Index?
             var previous: Character = " "
             while i < rest.endIndex, visible <= room {
                 let c = rest[i]
                 if inEscape { if c == "m" { inEscape = false } } else if c == "\u{1B}" { inEscape = true } else {
-                    if c == " ", visible > room / 3 { cut = i; if previous == ";" { clause = i; clauseVisible = visible } }
+                    if c == " ", visible > room / 3 {
+                        let next = rest.index(after: i) < rest.endIndex ? rest[rest.index(after: i)] : " "
+                        if TextReport.glues(previous, next) { glued = i } else {
+                            cut = i
+                            if previous == ";" { clause = i; clauseVisible = visible }
+                        }
+                    }
                     visible += 1
                     previous = c
                 }
                 i = rest.index(after: i)
             }
             if let c = clause, clauseVisible > room / 2 { cut = c }
+            if cut == nil { cut = glued }
             guard let at = cut else {
                 // One word longer than the room (a path): cut inside it.
                 var visible = 0, j = rest.startIndex, inEscape = false
@@ -95,6 +109,13 @@ public struct TextReport {
         }
         out.append((first ? "" : indent) + String(rest))
         return out
+    }
+
+    /// Whether a space between these two characters joins a number to its unit or label
+    /// (`3.4 MiB`, `12 ms`, `pid 23540`, `peak 29.2`): a line is not wrapped there if it can be
+    /// wrapped elsewhere.
+    static func glues(_ before: Character, _ after: Character) -> Bool {
+        (before.isNumber && (after.isLetter || after == "%")) || (before.isLetter && after.isNumber)
     }
 
     /// Characters a terminal shows (colour escapes left out).
@@ -129,30 +150,46 @@ public struct TextReport {
                 || ($0.reason != "exec" && ($0.exitStatus ?? 0) != 0)
                 || $0.droppedEvents + $0.droppedRecords + $0.captureDropped + $0.untrackedConnections > 0 }
         }
-        let ordered = chains.filter(notable) + chains.filter { !notable($0) }
+        // Quiet processes (no network, exit 0: a shell's subshells, an interpreter shim's
+        // helpers) only fill the table up to `quietFill` rows; the rest are counted by program.
+        let loud = chains.filter(notable)
+        let quiet = chains.filter { !notable($0) }
+        let ordered = Array(loud.prefix(Self.processesShown))
+            + quiet.prefix(Swift.max(0, Self.quietFill - loud.count))
+            + loud.dropFirst(Self.processesShown) + quiet.dropFirst(Swift.max(0, Self.quietFill - loud.count))
+        let shownCount = Swift.min(loud.count, Self.processesShown) + Swift.min(quiet.count, Swift.max(0, Self.quietFill - loud.count))
         var procTable = Table(header: ["PID", "PROGRAM", "EXE", "DURATION", "STATUS", "CONNS", "IN", "OUT", "DROPS"],
                               rightAligned: [0, 3, 5, 6, 7, 8], flexible: [1, 2, 4])
-        for c in ordered.prefix(Self.processesShown) {
+        // The status is cut last (`killed by SIGTERM` says more than a path); narrow, the
+        // executable's path then the duration are left out (and said).
+        procTable.cutLast = [4]
+        procTable.droppable = [2, 3]
+        for c in ordered.prefix(shownCount) {
             let last = c.last!
             var via: [String] = []
-            for p in c.dropLast() where via.last != p.program && p.program != last.program { via.append(p.program) }
+            // Each program once (a shim chain alternates env and bash several times).
+            for p in c.dropLast() where !via.contains(p.program) && p.program != last.program { via.append(p.program) }
             let drops = c.reduce(Int64(0)) { $0 + $1.droppedEvents + $1.droppedRecords + $1.captureDropped + $1.untrackedConnections }
             procTable.add([
                 Cell(String(last.pid)), Cell(last.program + (via.isEmpty ? "" : " (via " + via.joined(separator: " → ") + ")")),
-                Cell(last.exe ?? "-"), Cell(Format.duration(c.reduce(Int64(0)) { $0 + $1.durationUs })),
+                Cell(last.exe ?? "-", cutLeft: true), Cell(Format.duration(c.reduce(Int64(0)) { $0 + $1.durationUs })),
                 Cell(last.status, last.killed || (last.exitStatus ?? 0) != 0 || last.reason == "abort" ? .red : nil),
                 Cell(String(c.reduce(0) { $0 + $1.connections })), Cell(Format.bytes(c.reduce(Int64(0)) { $0 + $1.bytesIn })),
                 Cell(Format.bytes(c.reduce(Int64(0)) { $0 + $1.bytesOut })), Cell(String(drops), drops > 0 ? .yellow : nil),
             ])
         }
         out += procTable.render(self)
-        let rest = ordered.dropFirst(Self.processesShown)
+        let droppedColumns = procTable.dropped(self)
+        if !droppedColumns.isEmpty {
+            out.append(dim("  (" + droppedColumns.joined(separator: ", ") + " left out at this width: a wider terminal, or --format json)"))
+        }
+        let rest = ordered.dropFirst(shownCount)
         if !rest.isEmpty {
             var byProgram: [String: Int] = [:]
             for c in rest { byProgram[c.last!.program, default: 0] += 1 }
-            let quiet = rest.allSatisfy { !notable($0) }
+            let allQuiet = rest.allSatisfy { !notable($0) }
             out.append("  … " + Format.count(rest.count, "more process", "more processes")
-                       + (quiet ? " without network activity" : "") + ": "
+                       + (allQuiet ? " without network activity" : "") + ": "
                        + rankedCounts(byProgram).prefix(6).map { "\($0.name)×\($0.count)" }.joined(separator: ", ")
                        + (byProgram.count > 6 ? ", …" : "") + " (--format json lists all)")
         }
@@ -189,6 +226,9 @@ public struct TextReport {
         let byLog = Dictionary(r.processes.map { ($0.log, $0) }, uniquingKeysWith: { a, _ in a })
         var lines = 0, cut = 0
         func count(_ n: Report.TreeNode) -> Int { 1 + n.children.reduce(0) { $0 + count($1) } }
+        func quiet(_ n: Report.TreeNode) -> Bool {
+            n.logs.allSatisfy { byLog[$0].map { $0.connections == 0 && $0.httpRequests == 0 } ?? true } && n.children.allSatisfy(quiet)
+        }
         func walk(_ n: Report.TreeNode, prefix: String, connector: String, childPrefix: String) {
             guard lines < Self.treeLinesShown else { cut += count(n); return }
             lines += 1
@@ -197,6 +237,26 @@ public struct TextReport {
             let conns = n.logs.compactMap { byLog[$0] }.reduce(0) { $0 + $1.connections }
             if conns > 0 { facts.append(Format.count(conns, "connection")) }
             out.append(prefix + dim(connector) + "\(n.pid) \(n.label)" + (facts.isEmpty ? "" : "  (" + facts.joined(separator: ", ") + ")"))
+            // Children that, with all theirs, had no network activity (a shell's subshells, an
+            // interpreter shim's helpers) are one line when there are several.
+            let quietCount = n.children.reduce(0) { $0 + count($1) }
+            if quietCount >= Self.treeQuietFolded, n.children.allSatisfy(quiet) {
+                var byProgram: [String: Int] = [:], failed = 0
+                func tally(_ c: Report.TreeNode) {
+                    byProgram[c.programs.last ?? c.label, default: 0] += 1
+                    if let p = c.logs.last.flatMap({ byLog[$0] }), p.killed || p.reason == "abort" || (p.reason != "exec" && (p.exitStatus ?? 0) != 0) {
+                        failed += 1
+                    }
+                    c.children.forEach(tally)
+                }
+                n.children.forEach(tally)
+                lines += 1
+                out.append(prefix + dim(childPrefix) + dim("└─ ") + "… " + Format.count(quietCount, "process", "processes")
+                           + " without network activity: "
+                           + rankedCounts(byProgram).prefix(4).map { "\($0.name)×\($0.count)" }.joined(separator: ", ")
+                           + (byProgram.count > 4 ? ", …" : "") + (failed > 0 ? "; \(failed) exited non-zero" : ""))
+                return
+            }
             let shown = n.children.prefix(Self.treeChildrenShown)
             let hidden = n.children.dropFirst(Self.treeChildrenShown)
             for (i, c) in shown.enumerated() {
@@ -277,9 +337,13 @@ public struct TextReport {
     /// CPU and RSS over time of the busiest processes, with their totals; nothing without samples.
     func vitalsLines(_ rows: [Report.VitalsRow]) -> [String] {
         guard !rows.isEmpty else { return [] }
-        let shown = rows.prefix(Self.vitalsShown)
-        var out = ["", bold("VITALS") + (rows.count > shown.count
-            ? " (busiest \(shown.count) of \(rows.count) processes with samples)" : "")]
+        // One row per process: the programs an exec chain ran before its last (a shell, an
+        // interpreter shim) have rows of their own, a sample or two each, and would fill the section.
+        var seenPids: Set<Int> = []
+        let perProcess = rows.filter { seenPids.insert($0.pid).inserted }
+        let shown = perProcess.prefix(Self.vitalsShown)
+        var out = ["", bold("VITALS") + (perProcess.count > shown.count
+            ? " (busiest \(shown.count) of \(perProcess.count) processes with samples)" : "")]
         let width = shown.map { Swift.max($0.cpuSparkline.count, $0.rssSparkline.count) }.max() ?? 0
         func spark(_ s: String) -> String { s + String(repeating: " ", count: width - s.count) }
         func pct(_ v: Double) -> String { Format.fixed(v, 1) + "%" }
@@ -339,8 +403,8 @@ public struct TextReport {
         // Energy and battery readings that were unavailable are in the JSON (`energy_unavailable`,
         // `battery_unavailable`): on a server or a VM they are on every report and say nothing.
         _ = (energyReasons, batteryReasons)
-        if rows.count > shown.count {
-            out.append("  … " + Format.count(rows.count - shown.count, "more process", "more processes")
+        if perProcess.count > shown.count {
+            out.append("  … " + Format.count(perProcess.count - shown.count, "more process", "more processes")
                        + " with samples (--format json lists all)")
         }
         return out
@@ -352,7 +416,9 @@ public struct TextReport {
         let shown = rows.prefix(Self.startupShown)
         var out = ["", bold("STARTUP") + " (from exec; median / max over a program's processes)"]
         var table = Table(header: ["PROGRAM", "PROCS", "CONSTRUCTOR", "MAIN", "READY", "READY CALL", "SLOWEST"],
-                          rightAligned: [1, 2, 3, 4])
+                          rightAligned: [1, 2, 3, 4], flexible: [0])
+        // Narrower than all seven: the slowest process, then the ready call, are left out (and said).
+        table.droppable = [6, 5]
         func spread(_ s: Report.StartupSpread?) -> String {
             guard let s else { return "-" }
             return s.count == 1 ? Format.duration(s.max) : Format.duration(s.median) + " / " + Format.duration(s.max)
@@ -368,6 +434,10 @@ public struct TextReport {
             ])
         }
         out += table.render(self)
+        let dropped = table.dropped(self)
+        if !dropped.isEmpty {
+            out.append(dim("  (" + dropped.joined(separator: ", ") + " left out at this width: a wider terminal, or --format json)"))
+        }
         let coarse = shown.filter { $0.coarse > 0 }
         if !coarse.isEmpty {
             let res = coarse.compactMap(\.coarseResolutionUs).max()
@@ -425,6 +495,8 @@ struct Table {
     var droppable: [Int] = []
     /// Narrowest the flexible columns are cut to.
     var minFlexible = Table.minFlexible
+    /// Flexible columns cut only once the other flexible ones are at `minFlexible`.
+    var cutLast: Set<Int> = []
     /// Narrowest a flexible column is cut to.
     static let minFlexible = 14
 
@@ -465,7 +537,10 @@ struct Table {
         // 2 of indent, 2 between columns.
         var total = 2 + widths.reduce(0, +) + 2 * (widths.count - 1)
         while total > style.width {
-            guard let i = flexible.filter({ widths[$0] > minFlexible }).max(by: { widths[$0] < widths[$1] }) else { break }
+            // The widest; of equally wide ones the rightmost (a Set's order differs from run to run).
+            let cuttable = flexible.filter { widths[$0] > minFlexible }
+            let first = cuttable.filter { !cutLast.contains(keptIndex[$0]) }
+            guard let i = (first.isEmpty ? cuttable : first).max(by: { (widths[$0], $0) < (widths[$1], $1) }) else { break }
             let others = flexible.filter { $0 != i }.map { widths[$0] }.max() ?? minFlexible
             let cut = min(total - style.width, widths[i] - max(minFlexible, min(widths[i] - 1, others)))
             widths[i] -= max(1, cut)

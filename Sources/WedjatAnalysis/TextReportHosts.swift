@@ -313,7 +313,7 @@ extension TextReport {
 
     /// `12.34%` of a 0...1 ratio; `<0.01%` for a small non-zero one.
     func percent(_ r: Double) -> String {
-        r > 0 && r < 0.00005 ? "<0.01%" : Format.fixed(r * 100, 2) + "%"
+        Format.percent(r)
     }
 
     /// `12.3%` for table columns; `<0.1%` for a small non-zero one.

@@ -102,6 +102,12 @@ final class ExportTests: XCTestCase {
         let starts = entries.compactMap { $0["startedDateTime"] as? String }
         XCTAssertEqual(starts.count, 25)
         XCTAssertEqual(starts, starts.sorted())
+        // The merge's read buffers stay within 16 MiB however many runs a long log makes.
+        XCTAssertEqual(HARStream.runBufferSize(runs: 10), 256 << 10)
+        XCTAssertEqual(HARStream.runBufferSize(runs: 2000), 16 << 10)
+        for runs in [1, 64, 65, 300, 1024] {
+            XCTAssertLessThanOrEqual(runs * HARStream.runBufferSize(runs: runs), max(HARStream.mergeBuffer, runs * (16 << 10)))
+        }
     }
 
     // MARK: HAR

@@ -217,7 +217,7 @@ final class HTMLReportTests: XCTestCase {
         XCTAssertEqual(slowest.map(\.http.path), ["/29", "/28", "/27"])
         page = HTMLReport().render(analysis, report: report, requests: small)
         XCTAssertEqual(rows(page).count, 13)
-        XCTAssertTrue(page.contains("Shown: the first 10 of 30 by start, 0 sampled evenly over the run and the 3 slowest of the others; 17 are left out."))
+        XCTAssertTrue(page.contains("Shown: the first 10 of 30 by start, 0 sampled evenly over the run's time (one in each 1.000 ms at most) and the 3 slowest of the others; 17 are left out."))
         XCTAssertTrue(page.contains(#"<span id="wf-count" data-rows="13">"#))
         XCTAssertTrue(page.contains("13 of 30 requests"))
     }
@@ -384,12 +384,51 @@ final class HTMLViewTests: XCTestCase {
         }
         let c = collect()
         let sampled = c.sampled()
-        XCTAssertEqual(sampled.count, 20 - sampled.filter { $0.requestStartTs < 10_000 }.count)
+        // One per slot, the slots as wide as keeps them at 20 or fewer: 2000 requests a
+        // millisecond apart make slots of 128 ms, 16 of them; the first 10 ms are the first's.
+        XCTAssertEqual(c.sampleSlotUs, 128_000)
+        XCTAssertTrue((14 ... 16).contains(sampled.count), "\(sampled.count)")
         let starts = sampled.map(\.requestStartTs)
         XCTAssertGreaterThan(starts.max()!, 1_000_000, "the sample reaches the second half of the run")
         XCTAssertLessThan(starts.min()!, 1_000_000)
         XCTAssertEqual(starts, starts.sorted())
         XCTAssertEqual(collect().sampled().map(\.seq), sampled.map(\.seq), "a fixed seed")
+    }
+
+    /// A load run records thousands of exchanges in its first 100 ms (the writer's first
+    /// budget), then a few each second: the sample follows time, not records, so the page shows
+    /// the whole run rather than its first moments.
+    func testSampleFollowsTimeNotRecords() throws {
+        var c = RequestCollector(firstLimit: 20, slowestLimit: 5, sampleLimit: 100)
+        func add(_ start: Int64, _ i: Int) {
+            c.add(.http(HTTPRecord(ts: start + 10, pid: 1, connId: Int64(i), role: "server", host: "h", requestIndex: 0,
+                                   requestStartTs: start, requestEndTs: start, responseStartTs: start + 5,
+                                   responseEndTs: start + 10, ttfbUs: 5, durationUs: 10)), file: 0)
+        }
+        for i in 0 ..< 3000 { add(Int64(i) * 33, i) }                              // 100 ms: 3,000
+        for i in 0 ..< 800 { add(100_000 + Int64(i) * 5_000, 3000 + i) }            // 4 s: 200 a second
+        let starts = c.sampled().map(\.requestStartTs)
+        XCTAssertLessThanOrEqual(starts.count, 100)
+        XCTAssertGreaterThan(starts.filter { $0 >= 100_000 }.count, starts.count * 9 / 10, "\(starts)")
+        XCTAssertGreaterThan(starts.max()!, 3_900_000)
+    }
+
+    /// A few errors among many requests are `<0.01%`, not `0.00%`, in the card as in the text.
+    func testSmallErrorRateIsNotZero() throws {
+        XCTAssertEqual(Format.percent(6.0 / 263_900), "<0.01%")
+        XCTAssertEqual(Format.percent(0), "0.00%")
+        XCTAssertEqual(Format.percent(0.25), "25.00%")
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let f = try dir.write("s.7.1.ndjson", Line.start(pid: 7, ts: 1000, exe: "/usr/sbin/s") +
+            #"{"type":"http","ts":5000,"pid":7,"conn_id":1,"role":"server","host":"h:80","path":"/x","status":503,"request_index":0,"request_start_ts":3000,"request_end_ts":3000,"response_start_ts":4000,"response_end_ts":5000}"#
+            + "\n" + #"{"type":"http_summary","ts":90000,"pid":7,"tid":0,"role":"server","scheme":"http","method":"GET","host":"h:80","status":200,"count":99999,"errors":0,"request_bytes":8000,"response_bytes":15000,"first_ts":6000,"last_ts":89000}"#
+            + "\n" + Line.end(pid: 7, ts: 90_000))
+        let analysis = try RunAnalysis.load(paths: [f])
+        let report = Report(analysis: analysis)
+        let page = HTMLReport().render(analysis, report: report)
+        XCTAssertTrue(page.contains(#"<dt>HTTP errors</dt><dd>1</dd><dd class="sub">&lt;0.01%: 0 4xx, 1 5xx</dd>"#), page)
+        XCTAssertTrue(TextReport().render(report).contains("HTTP errors <0.01%"), TextReport().render(report))
     }
 
     /// Rows carry what the filter and the sort read: the status apart from the text (so `500`

@@ -10,6 +10,8 @@ enum HTMLAssets {
     h1 { font-size: 20px; margin: 0 0 10px; }
     h2 { font-size: 17px; margin: 28px 0 6px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
     h3 { font-size: 13px; margin: 0 0 4px; font-weight: 600; overflow-wrap: anywhere; }
+    h3.inline { display: inline; }
+    details > summary { cursor: pointer; margin: 8px 0 4px; }
     code { font: 12px ui-monospace, "DejaVu Sans Mono", monospace; background: #eceff3; padding: 0 3px; border-radius: 3px; }
     .summary { display: flex; flex-wrap: wrap; gap: 10px; margin: 0; }
     .stat { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 130px; }

@@ -61,7 +61,7 @@ public struct HTMLReport {
             s4xx += row.statusClasses.s4xx; s5xx += row.statusClasses.s5xx
             cutShort += row.errors; failedConnects += row.failedConnections
         }
-        func rate(_ v: Double?) -> String { v.map { Format.fixed($0 * 100, 2) + "%" } ?? "" }
+        func rate(_ v: Double?) -> String { v.map(Format.percent) ?? "" }
         var lost: [String] = []
         if h.droppedEvents > 0 { lost.append(Format.count(Int(h.droppedEvents), "dropped event")) }
         if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "dropped record")) }
@@ -162,7 +162,7 @@ public struct HTMLReport {
             + "Hover a row for its phases; drag across the time axis to zoom, double-click it to zoom out."
         if shown < collector.requestsSeen {
             note += " Shown: the first \(selection.first.count) of \(collector.requestsSeen) by start, \(sampled.count) sampled "
-                + "evenly over the run and the \(selection.slowest.count) slowest of the others; \(collector.requestsSeen - shown) are left out."
+                + "evenly over the run's time (one in each \(Format.duration(collector.sampleSlotUs)) at most) and the \(selection.slowest.count) slowest of the others; \(collector.requestsSeen - shown) are left out."
         }
         if summarized > 0 {
             note += " \(summarized) more exchanges were over the writer's record budget and were only counted (http_summary)."
@@ -413,9 +413,18 @@ public struct HTMLReport {
                        + "</div>")
         }
         out.append("</div>")
-        let few = report.vitals.filter { $0.samples < Self.minChartSamples }
+        // One row per process (its busiest program: a shell or interpreter shim that exec'd the
+        // real program has a log of its own), none for a process charted above. Past
+        // `fewShownOpen` rows the table is folded: short helpers must not bury the page.
+        var seenPids = Set(charted.prefix(processLimit).map(\.pid))
+        let few = report.vitals.filter { $0.samples < Self.minChartSamples && seenPids.insert($0.pid).inserted }
         if !few.isEmpty {
-            out.append("<h3>\(few.count) process\(few.count == 1 ? "" : "es") with fewer than \(Self.minChartSamples) samples (too short for a timeline)</h3>")
+            let title = "\(few.count) process\(few.count == 1 ? "" : "es") with fewer than \(Self.minChartSamples) samples (too short for a timeline)"
+            if few.count > Self.fewShownOpen {
+                out.append("<details id=\"few-samples-fold\"><summary><h3 class=\"inline\">\(title)</h3> (show)</summary>")
+            } else {
+                out.append("<h3>\(title)</h3>")
+            }
             out.append("<table class=\"plain\" id=\"few-samples\"><tr><th>program</th><th>pid</th><th>duration</th><th>samples</th><th>CPU time</th><th>CPU max</th><th>RSS max</th></tr>")
             for v in few.prefix(100) {
                 out.append("<tr><td>\(HTMLText.escape(v.program))</td><td>\(v.pid)</td><td>\(HTMLText.escape(Format.duration(v.durationUs)))</td>"
@@ -425,11 +434,14 @@ public struct HTMLReport {
             }
             out.append("</table>")
             if few.count > 100 { out.append("<p class=\"note\">\(few.count - 100) more: see <code>wedjat report --format json</code>.</p>") }
+            if few.count > Self.fewShownOpen { out.append("</details>") }
         }
         return out.joined(separator: "\n") + "</section>"
     }
 
     static let minChartSamples = 3
+    /// Rows of the short processes' table shown without a click.
+    static let fewShownOpen = 12
 
     /// At most `limit` points: runs of neighbours merged as the text report's series are.
     static func downsample(_ points: [VitalsStats.Point], to limit: Int) -> [VitalsStats.Point] {

@@ -158,17 +158,31 @@ public struct RequestCollector: Sendable {
         }
     }
 
-    /// Requests sampled evenly over the whole run (reservoir sampling, a fixed seed: the same
-    /// logs give the same page), so that a long load run is seen beyond its first moments.
+    /// Requests sampled evenly over the run's time (not over its records: a load run records
+    /// its first thousands of exchanges in its first 100 ms, then what the writer's budget
+    /// allows each second): at most one per time slot, the slots as wide as needed to number at
+    /// most `sampleLimit` (doubled when there are more). Which request of a slot is kept is a
+    /// hash of its arrival: the same logs give the same page.
     public let sampleLimit: Int
-    private var sample: [Candidate] = []
-    private var random = SplitMix(state: 0x5EED)
+    private var slots: [Int64: Candidate] = [:]
+    private var slotOrigin: Int64?
+    private var slotWidth: Int64 = 1000
+    private var sample: [Candidate] { Array(slots.values) }
+    /// The width of the sample's time slots, in microseconds.
+    public var sampleSlotUs: Int64 { slotWidth }
 
-    public init(firstLimit: Int = 1000, slowestLimit: Int = 200, sampleLimit: Int = 1000) {
+    public init(firstLimit: Int = 200, slowestLimit: Int = 200, sampleLimit: Int = 1800) {
         self.firstLimit = Swift.max(0, firstLimit)
         self.slowestLimit = Swift.max(0, slowestLimit)
         self.sampleLimit = Swift.max(0, sampleLimit)
     }
+
+    private static func rank(_ seq: Int) -> UInt64 {
+        var m = SplitMix(state: UInt64(truncatingIfNeeded: seq))
+        return m.next()
+    }
+
+    private static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
 
     /// `file` is the log's index; the reader hands over one file after another, so lookups
     /// are remembered for the current file only.
@@ -229,13 +243,23 @@ public struct RequestCollector: Sendable {
     private mutating func offer(_ h: HTTPRecord, file: Int) {
         let start = WaterfallRequest.requestStartTs(h), duration = WaterfallRequest.endTs(h) - start
         let key = Candidate(start: start, duration: duration, seq: requestsSeen)
-        // Algorithm R: each of the n requests seen so far is in the sample with probability k/n.
         if sampleLimit > 0 {
-            let slot = sample.count < sampleLimit ? sample.count : Int(random.next() % UInt64(requestsSeen))
-            if slot < sampleLimit {
+            let origin = slotOrigin ?? start
+            slotOrigin = origin
+            let slot = Self.floorDiv(start - origin, slotWidth)
+            if slots[slot].map({ Self.rank(key.seq) < Self.rank($0.seq) }) ?? true {
                 let r = WaterfallRequest(seq: requestsSeen, file: file, http: h)
                 keep(r)
-                if slot == sample.count { sample.append(Candidate(key, r)) } else { sample[slot] = Candidate(key, r) }
+                slots[slot] = Candidate(key, r)
+                while slots.count > sampleLimit {
+                    slotWidth *= 2
+                    var wider: [Int64: Candidate] = [:]
+                    for (k, c) in slots {
+                        let w = Self.floorDiv(k, 2)
+                        if wider[w].map({ Self.rank(c.seq) < Self.rank($0.seq) }) ?? true { wider[w] = c }
+                    }
+                    slots = wider
+                }
             }
         }
         var out: Candidate
