@@ -715,7 +715,23 @@ static uint64_t stalls_watch(void) {
         uint32_t ph = atomic_load(&l->phase);
         uint64_t since = WJ_LOAD(l->busy_since);
         if (ph == PH_WAIT || ph == PH_NONE || !since) continue;
+        // The round's clock was read before this thread's busy time began (this thread was
+        // descheduled meanwhile, as on a loaded machine): read it again. Without this the
+        // difference wrapped around, a busy time that had just begun passed for a stall, and
+        // the thread, whose next wait saw it short, never ended it ('ongoing' to the end).
+        if (WJ_UNLIKELY(since > now)) {
+            now = wj_now_ns();
+            if (since > now) continue;
+        }
         if (now - since < wj_stall_ns) {
+            // A stall this thread never reported although it has begun another busy time: its
+            // own clock, read as its wait began, found that time under the threshold (the two
+            // clocks straddled it). No stall: its buffer goes back unwritten.
+            if (s && s->start != since && atomic_load_explicit(&l->ended_seq, memory_order_acquire) == l->seen_ended) {
+                l->stall = 0;
+                atomic_store(&s->state, BUF_FREE);
+                s = 0;
+            }
             if (since + wj_stall_ns < next) next = since + wj_stall_ns;
             continue;
         }
