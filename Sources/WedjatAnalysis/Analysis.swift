@@ -74,6 +74,7 @@ public struct ProcessLog: Sendable {
     public var droppedRecords: Int64 { end?.droppedRecords ?? latestDrops?.droppedRecords ?? 0 }
     /// Only `process_end` carries these: 0 for a killed process (unknown).
     public var captureDropped: Int64 { end?.captureDropped ?? 0 }
+    public var bytesAfterEnd: Int64 { end?.bytesAfterEnd ?? 0 }
     public var untrackedConnections: Int64 { end?.untrackedConnections ?? 0 }
     /// Killed: no end hook ran, or a signal's default action ended it after wedjat wrote the end.
     public var killed: Bool { end == nil || end?.reason == "signal" }

@@ -482,13 +482,16 @@ public struct ProcessEnd: Sendable, Equatable {
     public var untrackedConnections: Int64
     /// Capture-ring slots lost: HTTP exchanges they cut short carry `error: "desync"`.
     public var captureDropped: Int64
+    /// Bytes of socket calls that returned after their connection had ended: in no connection.
+    public var bytesAfterEnd: Int64 = 0
     /// Reason `signal`: the signal whose default action ended the process (`SIGTERM`, ...).
     public var signal: String?
     public init(ts: Int64, pid: Int, tid: Int? = nil, reason: String, exitStatus: Int? = nil, durationUs: Int64? = nil,
                 records: [String: Int64] = [:], droppedEvents: Int64 = 0, droppedRecords: Int64 = 0,
                 openConnections: Int64 = 0, untrackedConnections: Int64 = 0, captureDropped: Int64 = 0,
-                signal: String? = nil) {
+                signal: String? = nil, bytesAfterEnd: Int64 = 0) {
         self.signal = signal
+        self.bytesAfterEnd = bytesAfterEnd
         self.ts = ts; self.pid = pid; self.tid = tid; self.reason = reason; self.exitStatus = exitStatus
         self.durationUs = durationUs; self.records = records; self.droppedEvents = droppedEvents
         self.droppedRecords = droppedRecords; self.openConnections = openConnections
@@ -690,7 +693,7 @@ extension Record {
                 openConnections: try f.int64("open_connections") ?? 0,
                 untrackedConnections: try f.int64("untracked_connections") ?? 0,
                 captureDropped: try f.int64("capture_dropped") ?? 0,
-                signal: try f.string("signal")))
+                signal: try f.string("signal"), bytesAfterEnd: try f.int64("bytes_after_end") ?? 0))
         }
     }
 }

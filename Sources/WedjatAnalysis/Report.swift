@@ -80,6 +80,9 @@ public struct Report: Codable, Sendable {
         public var captureDropped: Int64
         public var untrackedConnections: Int64
         public var warnings: Int
+        /// Bytes moved by socket calls that returned after their connection had ended (in no
+        /// connection's counts); absent when none.
+        public var bytesAfterEnd: Int64? = nil
     }
 
     public struct HandedOff: Codable, Sendable {
@@ -381,7 +384,8 @@ extension Report {
             droppedRecords: logs.reduce(0) { $0 + $1.droppedRecords },
             captureDropped: logs.reduce(0) { $0 + $1.captureDropped },
             untrackedConnections: logs.reduce(0) { $0 + $1.untrackedConnections },
-            warnings: warnings.count)
+            warnings: warnings.count,
+            bytesAfterEnd: { let n = logs.reduce(Int64(0)) { $0 + $1.bytesAfterEnd }; return n > 0 ? n : nil }())
         processes = rows
         peers = peerRows
         http = httpRows

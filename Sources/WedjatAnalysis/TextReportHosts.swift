@@ -77,6 +77,7 @@ extension TextReport {
         if h.captureDropped > 0 { lost.append(Format.count(Int(h.captureDropped), "capture slot")) }
         var loss = lost.isEmpty ? [] : ["dropped " + lost.joined(separator: ", ")]
         if h.untrackedConnections > 0 { loss.append(Format.count(Int(h.untrackedConnections), "untracked connection")) }
+        if let b = h.bytesAfterEnd { loss.append(Format.bytes(b) + " moved after their connection ended") }
         row("losses", paint(loss.isEmpty ? "0 drops" : loss.joined(separator: "; "), loss.isEmpty ? nil : .yellow)
             + "; " + paint(Format.count(h.warnings, "warning"), h.warnings > 0 ? .yellow : nil))
         return out

@@ -470,3 +470,27 @@ final class ReportViewTests: XCTestCase {
         XCTAssertEqual(processes.split(separator: "\n").count, 1 + 3, "header and 3 processes for 4 logs")
     }
 }
+
+/// process_end.bytes_after_end (calls that returned after their connection had ended) is named
+/// in the losses of the text, HTML and JSON reports, and absent from them when 0.
+final class BytesAfterEndTests: XCTestCase {
+    func testBytesMovedAfterTheEndAreNamed() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        let end = #"{"type":"process_end","ts":2000,"pid":7,"reason":"exit","exit_status":0,"bytes_after_end":62}"# + "\n"
+        let path = try dir.write("app.7.1.ndjson", Line.start(pid: 7, ts: 1000, exe: "/usr/bin/app") + end)
+        let analysis = try RunAnalysis.load(paths: [path])
+        let r = Report(analysis: analysis)
+        XCTAssertEqual(r.headline.bytesAfterEnd, 62)
+        let text = TextReport(color: false, width: 200).render(r)
+        XCTAssertTrue(text.contains("62 B moved after their connection ended"), text)
+        XCTAssertTrue(HTMLReport().render(analysis, report: r).contains("62 B moved after their connection ended"))
+        XCTAssertTrue(try JSONReport.render(r).replacingOccurrences(of: " ", with: "").contains(#""bytes_after_end":62"#))
+
+        let quiet = try dir.write("app.8.1.ndjson", Line.start(pid: 8, ts: 1000, exe: "/usr/bin/app") + Line.end(pid: 8, ts: 2000))
+        let q = Report(analysis: try RunAnalysis.load(paths: [quiet]))
+        XCTAssertNil(q.headline.bytesAfterEnd)
+        XCTAssertFalse(TextReport(color: false, width: 200).render(q).contains("after their connection ended"))
+        XCTAssertFalse(try JSONReport.render(q).contains("bytes_after_end"))
+    }
+}

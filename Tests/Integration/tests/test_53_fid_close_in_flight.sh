@@ -14,7 +14,7 @@
 N=8
 head -c 1000 /dev/zero | wj logs "$FIXTURES/fid_close_in_flight" $N > client.txt 2> client.err ||
     fail "fixture exited $?: $(tail -3 client.err)"
-pylogs "$N" <<'PY'
+pylogs "$N" <<'PY' || exit 1
 import re
 n = int(sys.argv[1])
 rounds = {}
@@ -66,3 +66,6 @@ if stuck:
     if c:
         expect_eq((c["bytes_in"], c["bytes_out"]), (0, stuck[1]), "unanswered connection: bytes in, out")
 PY
+[ -x "${WEDJAT_CLI:-}" ] || skip "no CLI given to run.sh (the rest passed)"
+timeout -k 5 60 "$WEDJAT_CLI" report logs > report.txt 2>&1 || fail "wedjat report exited $?: $(tail -3 report.txt)"
+grep -q "62 B moved after their connection ended" report.txt || fail "the report names the late bytes: $(grep -i loss report.txt)"
