@@ -158,12 +158,9 @@ static inline int wj_gate_clear(void) {
         (void)WJ_REAL(name);                                            \
         wj_conn *c_ = wj_fd_conn(fdexpr);                               \
         if (!c_) return WJ_REAL(name) args;                             \
-        if (WJ_UNLIKELY(wj_self.flags & WJ_T_TLS_LEARN)) {              \
-            ret r_ = io_tracked_##name(c_, WJ_UNPAREN_ args);           \
-            if (r_ > 0) wj_tls_fd = fdexpr;                             \
-            return r_;                                                  \
-        }                                                               \
-        return io_tracked_##name(c_, WJ_UNPAREN_ args);                 \
+        ret r_ = io_tracked_##name(c_, WJ_UNPAREN_ args);               \
+        if (WJ_UNLIKELY(wj_self.flags & WJ_T_TLS_LEARN) && r_ > 0) wj_tls_fd = fdexpr; \
+        return r_;                                                      \
     }                                                                   \
     WJ_EXPORT ret name params {                                         \
         if (WJ_UNLIKELY(!wj_gate_clear() || !wj_real.name)) return io_slow_##name args; \

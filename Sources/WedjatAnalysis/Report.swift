@@ -371,6 +371,7 @@ extension Report {
 
         let startTs = logs.map(\.startTs).min() ?? 0
         let endTs = logs.map(\.lastKnownTs).max() ?? startTs
+        let afterEnd = logs.reduce(Int64(0)) { $0 + $1.bytesAfterEnd }
         headline = Headline(
             processes: tree.processCount, logs: logs.count, startTs: startTs, endTs: endTs, spanUs: endTs - startTs,
             connections: logs.reduce(0) { $0 + $1.connections - $1.inheritedConnections },
@@ -385,7 +386,7 @@ extension Report {
             captureDropped: logs.reduce(0) { $0 + $1.captureDropped },
             untrackedConnections: logs.reduce(0) { $0 + $1.untrackedConnections },
             warnings: warnings.count,
-            bytesAfterEnd: { let n = logs.reduce(Int64(0)) { $0 + $1.bytesAfterEnd }; return n > 0 ? n : nil }())
+            bytesAfterEnd: afterEnd > 0 ? afterEnd : nil)
         processes = rows
         peers = peerRows
         http = httpRows

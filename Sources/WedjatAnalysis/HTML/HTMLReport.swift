@@ -67,6 +67,7 @@ public struct HTMLReport {
         if h.droppedRecords > 0 { lost.append(Format.count(Int(h.droppedRecords), "dropped record")) }
         if h.captureDropped > 0 { lost.append(Format.count(Int(h.captureDropped), "dropped capture slot")) }
         if let b = h.bytesAfterEnd { lost.append(Format.bytes(b) + " moved after their connection ended") }
+        let dropped = h.droppedEvents + h.droppedRecords + h.captureDropped
         let networkErrors = cutShort + Int64(failedConnects)
         let items = [
             item("processes", String(h.processes), Format.count(h.logs, "log")),
@@ -91,8 +92,7 @@ public struct HTMLReport {
                         (c.decodedBytesShare.map { CoverageText.percent($0) + " of bytes" } ?? "")
                         + (c.undecoded.isEmpty ? "" : "; not: " + c.undecoded.prefix(3).map { "\($0.reason ?? "?")" }.joined(separator: ", ")),
                         bad: whole > 0)
-        }.map { [$0] } ?? []) + (lost.isEmpty ? [] : [item("lost", h.droppedEvents + h.droppedRecords + h.captureDropped == 0 && h.bytesAfterEnd != nil
-                                   ? Format.bytes(h.bytesAfterEnd!) : String(h.droppedEvents + h.droppedRecords + h.captureDropped),
+        }.map { [$0] } ?? []) + (lost.isEmpty ? [] : [item("lost", dropped > 0 ? String(dropped) : h.bytesAfterEnd.map(Format.bytes) ?? "0",
                                    lost.joined(separator: ", "), bad: true)])
         return "<header><h1>wedjat report</h1>\n<dl class=\"summary\">" + items.joined() + "</dl></header>"
     }
