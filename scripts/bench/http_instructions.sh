@@ -16,9 +16,12 @@
 #      the default budget makes a quarter of the measured requests full records).
 #   3. Per HTTP request: a Node.js http server (600-byte responses), the same two sizes, when
 #      node is installed.
+#   4. Per exchange, the C HTTP/1 framer alone (h1_framer.c: nginx's request and response bytes
+#      as the server's calls see them, every exchange counted), 2,000 and 12,000 exchanges:
+#      the framer's share of the nginx figure, without nginx and the hooks (seconds to run).
 # Prints instructions per call / per request, what wedjat adds (and in % of plain), and for
 # the socket calls the ratio to the floor's addition.
-#   scripts/bench/http_instructions.sh LIBDIR [--cache-sim] [--only sock|nginx|node]
+#   scripts/bench/http_instructions.sh LIBDIR [--cache-sim] [--only sock|nginx|node|framer]
 # --cache-sim: also D1 and LL (last level) data misses per call / request (slower).
 # Targets (issue: HTTP at line rate): nginx with HTTP parsing <= +25% instructions per
 # request (stretch +10%), WEDJAT_HTTP=0 <= +5%; per socket call <= 1.5x the floor's addition.
@@ -26,7 +29,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim] [--only sock|nginx|node]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim] [--only sock|nginx|node|framer]" >&2; exit 2; }
 lib=$(cd "$1" && pwd)/libwedjat.so
 shift
 cache_sim=no only=
@@ -246,4 +249,17 @@ JS
         node_run "$cfg" 13000 "${envs[@]}" > "$work/node.$cfg.big"
     done
     report "Node.js http server, 600-byte responses, h2load --h1 -c 8 (keep-alive):" request node.plain node.http0 node.default
+fi
+
+# ---------------------------------------------------------------- 4. the framer alone
+if [ -z "$only" ] || [ "$only" = framer ]; then
+    units=10000
+    ${CC:-cc} -std=gnu11 -O2 -g -fPIC -D_GNU_SOURCE -I "$root/CShims/common/include" -I "$root/CShims/common" \
+        "$here/h1_framer.c" "$root/CShims/common/http1.c" "$root/CShims/common/http_counts.c" -o "$work/h1_framer"
+    counts "$work/cg.framer" "$work/h1_framer" 2000 > "$work/framer.small"
+    counts "$work/cg.framer" "$work/h1_framer" 12000 > "$work/framer.big"
+    read -r fi_ fd_ fl_ < <(per framer "$units")
+    printf "C HTTP/1 framer alone (nginx's exchange, counted):\n  %-22s %10.1f instructions/exchange" framer "$fi_"
+    [ "$cache_sim" = yes ] && printf "  D1 misses %.2f  LL misses %.3f" "$fd_" "$fl_"
+    printf "\n"
 fi
