@@ -34,7 +34,16 @@ public struct ProcessContext {
 // exchanges of its byte streams (raw, and TLS plaintext when the app used a TLS library), from
 // what the C framer handed over: HTTP/1 framed, or HTTP/2 frames to decode here.
 final class OpenConnection {
-    var event: wj_event
+    var event: wj_event { didSet { peerTextCache = nil } }
+    // The peer as the http records print it, formatted once per connection (inet_ntop and the
+    // String cost about 1,500 instructions a record); again if the open event learns another.
+    private var peerTextCache: String?? = nil
+    var peerText: String? {
+        if let cached = peerTextCache { return cached }
+        let text = Addresses.format(event.peer)
+        peerTextCache = .some(text)
+        return text
+    }
     let host: ResolvedNames.Match?
     var raw: HTTP1Framed?
     var plain: HTTP1Framed?
@@ -476,7 +485,7 @@ public final class Aggregator {
         line.field("status", ex.status)
         if let v = ex.responseVersion, v != ex.version || alone { line.field("response_version", v) }
         if ex.interim > 0 { line.field("interim_responses", ex.interim) }
-        line.field("peer", Addresses.format(ev.peer))
+        line.field("peer", conn.peerText)
         line.field("request_index", ex.index)
         line.field("reused", ex.index > 0)
         line.field("request_start_ts", ts(ex.requestStart))

@@ -207,6 +207,35 @@ final class AggregatorHTTPTests: XCTestCase {
         XCTAssertEqual(conn?["http_requests"] as? Int, 1)
     }
 
+    /// The peer is formatted once per connection (it costs more than the rest of a record's
+    /// fields): every record of the connection carries it, and it follows a peer the open event
+    /// learns later.
+    func testEveryRecordOfAConnectionCarriesItsPeer() {
+        let agg = makeAggregator()
+        var ev = open(1, at: 1_001_000_000)
+        ev.peer.bytes.0 = 127
+        ev.peer.bytes.3 = 1
+        agg.handle(ev)
+        let req = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n", resp = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+        var inOff: UInt64 = 0, outOff: UInt64 = 0
+        for k in 0..<2 {
+            payload(agg, 1, out: true, offset: outOff, req, at: 1_002_000_000 + UInt64(k) * 10_000_000)
+            outOff += UInt64(req.utf8.count)
+            payload(agg, 1, out: false, offset: inOff, resp, at: 1_003_000_000 + UInt64(k) * 10_000_000)
+            inOff += UInt64(resp.utf8.count)
+        }
+        var moved = ev
+        moved.peer.bytes.3 = 2
+        moved.peer.port = 81
+        agg.handle(moved)   // the same connection's open event again, with another peer
+        payload(agg, 1, out: true, offset: outOff, req, at: 1_030_000_000)
+        payload(agg, 1, out: false, offset: inOff, resp, at: 1_031_000_000)
+        agg.handle(close(1, at: 1_040_000_000))
+        agg.flush(final: false, endMono: 1_040_000_000, tid: 0, openCounters: { _, _ in nil })
+        let peers = lines.filter { $0["type"] as? String == "http" }.map { $0["peer"] as? String }
+        XCTAssertEqual(peers, ["127.0.0.1:80", "127.0.0.1:80", "127.0.0.2:81"])
+    }
+
     /// exec: a CGI server's framer read a request (parent); the program exec'd on the socket
     /// resumes a fresh framer from the carried counts and writes the response: the new image
     /// records the response-only half of exchange 0, on a connection inherited from the parent.
