@@ -423,19 +423,22 @@ public final class HTTP1Framed {
             var vs = c + 1, ve = n
             while vs < ve, q[vs] == 32 || q[vs] == 9 { vs += 1 }
             while ve > vs, q[ve - 1] == 32 || q[ve - 1] == 9 { ve -= 1 }
-            let name: String
+            // The record's keys as literals: no String built per field and record.
+            let key: String
             switch c {
-            case 4 where HTTP1Syntax.nameIs(q, "host"): name = "host"
-            case 10 where HTTP1Syntax.nameIs(q, "user-agent"): name = "user-agent"
-            case 12 where HTTP1Syntax.nameIs(q, "content-type"): name = "content-type"
+            case 4 where HTTP1Syntax.nameIs(q, "host"): key = isRequest ? "request.host" : "response.host"
+            case 10 where HTTP1Syntax.nameIs(q, "user-agent"): key = isRequest ? "request.user-agent" : "response.user-agent"
+            case 12 where HTTP1Syntax.nameIs(q, "content-type"):
+                key = isRequest ? "request.content-type" : "response.content-type"
             case 14 where HTTP1Syntax.nameIs(q, "content-length"):
                 // A value the framer refused ended the stream: the Swift parser keeps no such field.
                 guard HTTP1Syntax.contentLength(q + vs, ve - vs) != nil else { continue }
-                name = "content-length"
+                key = isRequest ? "request.content-length" : "response.content-length"
             default: continue
             }
             let value = String(decoding: UnsafeBufferPointer(start: q + vs, count: ve - vs), as: UTF8.self)
-            e.headers.append(((isRequest ? "request." : "response.") + name, value))
+            if e.headers.capacity == 0 { e.headers.reserveCapacity(4) }   // one allocation for the usual few
+            e.headers.append((key, value))
         }
     }
 }
