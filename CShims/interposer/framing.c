@@ -64,7 +64,18 @@ typedef struct {
     uint32_t slot;
     int stream;
     uint64_t now;
+    // Header bytes given but not yet pushed: the framer gives a block line by line, and lines
+    // that follow each other in the call's buffer go out as one payload (a record's blocks in
+    // two or three payloads instead of one a line). Pushed before any other sink call and at
+    // the end of the call, while the app's buffer is still there.
+    const uint8_t *head_q;
+    size_t head_n;
+    uint64_t head_offset;
+    uint32_t head_seq;
+    int head_request;
 } sink_ctx;
+
+static void head_flush(sink_ctx *s);
 
 static void fill_head(wj_payload *p, const sink_ctx *s, uint16_t kind, uint16_t flags) {
     p->kind = kind;
@@ -76,7 +87,8 @@ static void fill_head(wj_payload *p, const sink_ctx *s, uint16_t kind, uint16_t 
 }
 
 static void sink_msg(void *ctx, const wj_h1_msg *m) {
-    const sink_ctx *s = (const sink_ctx *)ctx;
+    sink_ctx *s = (sink_ctx *)ctx;
+    head_flush(s);   // a message's header bytes come before its event
     wj_payload p;
     fill_head(&p, s, WJ_EV_HTTP_MSG, 0);
     p.offset = 0;
@@ -90,11 +102,16 @@ static void sink_msg(void *ctx, const wj_h1_msg *m) {
 
 // Header-block bytes of a detailed exchange: as many slots as they need; `io_end` carries the
 // exchange index (events: WJ_EV_HTTP_HEAD).
-static void sink_head(void *ctx, int is_request, uint32_t seq, uint64_t offset, const uint8_t *q, size_t n) {
-    const sink_ctx *s = (const sink_ctx *)ctx;
+// Pushes the header bytes waiting in s (sink_ctx.head_*), in payloads of at most their room.
+static void head_flush(sink_ctx *s) {
+    size_t n = s->head_n;
+    if (!n) return;
+    const uint8_t *q = s->head_q;
+    uint64_t offset = s->head_offset;
+    s->head_n = 0;
     wj_payload p;
-    fill_head(&p, s, WJ_EV_HTTP_HEAD, is_request ? WJ_PAYLOAD_REQUEST : 0);
-    p.io_end = seq;
+    fill_head(&p, s, WJ_EV_HTTP_HEAD, s->head_request ? WJ_PAYLOAD_REQUEST : 0);
+    p.io_end = s->head_seq;
     while (n) {
         size_t k = n < sizeof p.data ? n : sizeof p.data;
         memcpy(p.data, q, k);
@@ -107,7 +124,21 @@ static void sink_head(void *ctx, int is_request, uint32_t seq, uint64_t offset, 
     }
 }
 
-// A whole exchange past the record budget: counted here (wedjat_http_counts.h), not handed over.
+static void sink_head(void *ctx, int is_request, uint32_t seq, uint64_t offset, const uint8_t *q, size_t n) {
+    sink_ctx *s = (sink_ctx *)ctx;
+    if (s->head_n && q == s->head_q + s->head_n && offset == s->head_offset + s->head_n && seq == s->head_seq &&
+        is_request == s->head_request) {
+        s->head_n += n;   // the next line of the same block, right after in the same buffer
+        return;
+    }
+    head_flush(s);
+    s->head_q = q;
+    s->head_n = n;
+    s->head_offset = offset;
+    s->head_seq = seq;
+    s->head_request = is_request;
+}
+
 static int sink_exchange(void *ctx, const wj_h1_msg *req, const wj_h1_msg *resp) {
     const sink_ctx *s = (const sink_ctx *)ctx;
     if (!s->c || !s->f || (req->flags & WJ_H1_M_DETAILED)) return 0;
@@ -127,6 +158,7 @@ static inline void make_sink(wj_h1_sink *sk, sink_ctx *s) {
     sk->head = sink_head;
     sk->want_detail = sink_want_detail;
     sk->ctx = s;
+    s->head_n = 0;
     sk->head_cap = (uint32_t)wj_proc.config.capture_bytes;
 }
 
@@ -207,6 +239,7 @@ void wj_framing_announce(wj_conn *c, int stream, const void *buf, size_t len, co
     wj_h1_sink sk;
     make_sink(&sk, &s);
     wj_h1_announce(&f->h, &sk, start, (const uint8_t *)p, n, s.now);
+    head_flush(&s);
 }
 
 // ---------------------------------------------------------------- HTTP/2
@@ -318,6 +351,7 @@ void wj_framing_feed(wj_conn *c, int stream, int dir, const void *buf, const str
     } else {
         wj_h1_feed(&f->h, &sk, out, start, 0, 0, end, now);
     }
+    head_flush(&s);
 }
 
 static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uint64_t now, int handed_off) {
@@ -331,6 +365,7 @@ static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uin
     wj_h1_sink sk;
     make_sink(&sk, &s);
     wj_h1_finish(&f->h, &sk, now, handed_off ? WJ_H1_ERR_HANDED_OFF : WJ_H1_ERR_INCOMPLETE);
+    head_flush(&s);
 }
 
 void wj_framing_end(wj_conn *c, uint64_t conn_id, uint64_t now, int handed_off) {
