@@ -1166,6 +1166,7 @@ static int shape_take(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t coun
         return 0;
     }
     sh->misses = 0;
+    give_head(c, s, offset + i, p + i, len);   // a detailed message's block, all its field lines at once
     uint32_t base = s->block_bytes;
     for (unsigned k = 0; k < sh->nfields; k++) {
         size_t at = sh->field[k].at, n = sh->field[k].n;
@@ -1188,7 +1189,7 @@ static int shape_take(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t coun
 // blocks never repeat a shape pays for keeping one rarely).
 static void shape_after_block(wj_h1_side *s, const uint8_t *p, uint64_t offset, uint64_t end) {
     wj_h1_shape *sh = &s->shape;
-    if (s->detailed || s->fields_at < offset || end <= s->fields_at) return;
+    if (s->fields_at < offset || end <= s->fields_at) return;
     if (sh->len && sh->misses > 2 && (sh->misses & 15) != 0) return;
     shape_keep(sh, p + (s->fields_at - offset), (size_t)(end - s->fields_at));
 }
@@ -1241,18 +1242,19 @@ static int consume_lines(const ctx *c, wj_h1_side *s, const uint8_t *p, size_t c
     size_t i = (size_t)(s->pos - offset);
     while (i < count) {
         if (s->phase == PH_HEADERS && s->line_len == 0) {
-            if (s->pos == s->fields_at && !s->detailed) {
+            if (s->pos == s->fields_at) {
                 int took = shape_take(c, s, p, count, offset, &i);
                 if (took < 0) return 0;
                 if (took) {
                     s->fields_at = UINT64_MAX;   // not kept again: it is the kept one
                     // The usual next line, the block's empty one: ended here as the line loop
-                    // below would (a kept block is never detailed: no header bytes to give).
+                    // below would.
                     if (count - i >= 2 && p[i] == '\r' && p[i + 1] == '\n' &&
                         (uint64_t)s->block_bytes + 2 <= WJ_H1_MAX_HEADER) {
                         s->line_at = offset + i;
                         s->block_bytes += 2;
                         s->pos = offset + i + 2;
+                        give_head(c, s, offset + i, p + i, 2);
                         i += 2;
                         if (!headers_done(c, s, mono)) return 0;
                         if (s->phase > PH_TRAILERS) return 1;

@@ -331,7 +331,9 @@ final class HTTP1DifferentialTests: XCTestCase {
     /// Header blocks of a shape already seen (wj_h1_shape): the repeated block is taken at once
     /// and only its framing fields read again, so what differs in them must still count, and
     /// a block that only looks the same (an LF moved inside a value, a name's case, a bad
-    /// Content-Length) must be framed line by line, as the Swift parser frames it.
+    /// Content-Length) must be framed line by line, as the Swift parser frames it. Detailed
+    /// messages take kept shapes too (their header bytes given at once): every exchange
+    /// detailed, none, and every other one.
     func testRepeatedHeaderShapesAgree() {
         func req(_ host: String, _ extra: String = "X-Trace: 0123456789") -> String {
             "GET /r HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: load/1.0\r\n\(extra)\r\nAccept: */*\r\n\r\n"
@@ -367,14 +369,24 @@ final class HTTP1DifferentialTests: XCTestCase {
                     segs.append(Piece(dir: respDir, bytes: Array(a.utf8)))
                 }
                 for whole in [nil, true] as [Bool?] {
-                    if let d = compare(segs, role: role, whole: whole, detail: { _ in false }) {
-                        failures += 1
-                        XCTFail("conversation \(k) role \(role) whole \(String(describing: whole)):\n\(d)\n\(Self.render(segs))")
+                    for (name, detail) in [("none", { (_: UInt64) in false }), ("all", { (_: UInt64) in true }),
+                                           ("every other", Self.alternating())] {
+                        if let d = compare(segs, role: role, whole: whole, detail: detail) {
+                            failures += 1
+                            XCTFail("conversation \(k) role \(role) whole \(String(describing: whole)) detailed \(name):\n\(d)\n\(Self.render(segs))")
+                        }
                     }
                 }
             }
         }
         XCTAssertEqual(failures, 0)
+    }
+
+    /// A record budget that says yes to every other exchange of compare's conversations (its
+    /// segments are 10 ns apart, a request and its response each): decided by the time, so
+    /// that the C framer and the Swift parser get the same answers.
+    static func alternating() -> (UInt64) -> Bool {
+        { ($0 / 20) % 2 == 0 }
     }
 
     /// Every split point of a few conversations: two segments per piece, cut at each byte.
