@@ -9,7 +9,19 @@ public struct ProcessLog: Sendable {
     /// nil when the process never reached its end hook: killed by a signal (or still running).
     public var end: ProcessEnd?
     public var latestDrops: DropsRecord?
-    public var recordCounts: [String: Int] = [:]
+    /// Records of each type read (the type as written: `warning`, `exec_failed` for notes).
+    public var recordCounts: [String: Int] {
+        var out = noteCounts
+        for (k, n) in kindCounts.enumerated() where n > 0 { out[ProcessLog.kindNames[k]] = n }
+        return out
+    }
+    /// Per record kind (`kindIndex`), and notes per type: counting by a string key per record
+    /// cost a hash of the type name for every line.
+    private var kindCounts = [Int](repeating: 0, count: ProcessLog.kindNames.count)
+    private var noteCounts: [String: Int] = [:]
+    private static let kindNames = ["process_start", "connection", "fork", "drops", "process_end", "dns", "http",
+                                    "http_summary", "sample", "startup", "stall", "modules", "segment_end",
+                                    "segments_removed"]
     public var forks = 0
     public var connections = 0
     public var bytesIn: Int64 = 0
@@ -82,7 +94,23 @@ public struct ProcessLog: Sendable {
     mutating func add(_ record: Record) {
         firstTs = Swift.min(firstTs, record.ts)
         lastTs = Swift.max(lastTs, record.ts)
-        recordCounts[recordTypeName(record), default: 0] += 1
+        switch record {
+        case .processStart: kindCounts[0] += 1
+        case .connection: kindCounts[1] += 1
+        case .fork: kindCounts[2] += 1
+        case .drops: kindCounts[3] += 1
+        case .processEnd: kindCounts[4] += 1
+        case .dns: kindCounts[5] += 1
+        case .note(let n): noteCounts[n.type, default: 0] += 1
+        case .http: kindCounts[6] += 1
+        case .httpSummary: kindCounts[7] += 1
+        case .sample: kindCounts[8] += 1
+        case .startup: kindCounts[9] += 1
+        case .stall: kindCounts[10] += 1
+        case .modules: kindCounts[11] += 1
+        case .segmentEnd: kindCounts[12] += 1
+        case .segmentsRemoved: kindCounts[13] += 1
+        }
         switch record {
         case .processStart(let s):
             start = s
