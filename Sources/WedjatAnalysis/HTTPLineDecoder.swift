@@ -49,6 +49,18 @@ enum HTTPLineDecoder {
             guard i < n, p[i] == UInt8(ascii: "\"") else { return nil }
             i += 1
             let start = i
+            // Eight bytes at a time while none is a quote, a backslash, a control character,
+            // DEL or non-ASCII (each test is exact: nonzero only when some byte matches); the
+            // word that has one goes through the byte loop below.
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            @inline(__always) func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+            while n - i >= 8 {
+                let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+                let special = hasZero(w ^ (ones &* 0x22)) | hasZero(w ^ (ones &* 0x5C)) | hasZero(w ^ (ones &* 0x7F))
+                    | (w & highs) | ((w &- ones &* 0x20) & ~w & highs)
+                if special != 0 { break }
+                i += 8
+            }
             while i < n {
                 let c = p[i]
                 if c == UInt8(ascii: "\"") {
@@ -95,14 +107,21 @@ enum HTTPLineDecoder {
                 if i < n, (p[i] >= 0x30 && p[i] <= 0x39) || p[i] == UInt8(ascii: ".") || p[i] | 0x20 == UInt8(ascii: "e") { return nil }
                 return .some(0)
             }
+            let start = i
+            while i < n, p[i] >= 0x30, p[i] <= 0x39 { i += 1 }
             var value: Int64 = 0
-            while i < n, p[i] >= 0x30, p[i] <= 0x39 {
-                let d = Int64(p[i] - 0x30)
-                let (m, o1) = value.multipliedReportingOverflow(by: 10)
-                let (v, o2) = negative ? m.subtractingReportingOverflow(d) : m.addingReportingOverflow(d)
-                if o1 || o2 { return nil }
-                value = v
-                i += 1
+            if i - start <= 18 {
+                // Up to 18 digits cannot overflow.
+                for k in start ..< i { value = value &* 10 &+ Int64(p[k] &- 0x30) }
+                if negative { value = -value }
+            } else {
+                for k in start ..< i {
+                    let d = Int64(p[k] - 0x30)
+                    let (m, o1) = value.multipliedReportingOverflow(by: 10)
+                    let (v, o2) = negative ? m.subtractingReportingOverflow(d) : m.addingReportingOverflow(d)
+                    if o1 || o2 { return nil }
+                    value = v
+                }
             }
             if i < n, p[i] == UInt8(ascii: ".") || p[i] | 0x20 == UInt8(ascii: "e") { return nil }
             return .some(value)
