@@ -43,7 +43,12 @@ let package = Package(
         // Stall stacks: return addresses -> function+offset, file:line, from the binaries on disk.
         .target(name: "WedjatSymbols", dependencies: ["CElfutils"]),
         // Post-run analysis: log reader, process tree, report. Foundation is fine here.
-        .target(name: "WedjatAnalysis", dependencies: ["WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")]),
+        // Release builds leave out the dynamic exclusivity checks: the reader's parse buffers
+        // are class properties read and written per byte and per field, where the checks cost
+        // about 4% of `wedjat report`'s time (docs/PERFORMANCE.md); debug builds, which the
+        // tests run, keep them, so a violation still traps there.
+        .target(name: "WedjatAnalysis", dependencies: ["WedjatSymbols", .product(name: "Histogram", package: "hdrhistogram-swift")],
+                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // zlib (gzip for `wedjat ship`), from the system.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // Following growing logs: `wedjat top` and `wedjat ship` (OTLP/HTTP protobuf).

@@ -9,7 +9,19 @@ public struct ProcessLog: Sendable {
     /// nil when the process never reached its end hook: killed by a signal (or still running).
     public var end: ProcessEnd?
     public var latestDrops: DropsRecord?
-    public var recordCounts: [String: Int] = [:]
+    /// Records of each type read (the type as written: `warning`, `exec_failed` for notes).
+    public var recordCounts: [String: Int] {
+        var out = noteCounts
+        for (k, n) in kindCounts.enumerated() where n > 0 { out[ProcessLog.kindNames[k]] = n }
+        return out
+    }
+    /// Per record kind (`kindIndex`), and notes per type: counting by a string key per record
+    /// cost a hash of the type name for every line.
+    private var kindCounts = [Int](repeating: 0, count: ProcessLog.kindNames.count)
+    private var noteCounts: [String: Int] = [:]
+    private static let kindNames = ["process_start", "connection", "fork", "drops", "process_end", "dns", "http",
+                                    "http_summary", "sample", "startup", "stall", "modules", "segment_end",
+                                    "segments_removed"]
     public var forks = 0
     public var connections = 0
     public var bytesIn: Int64 = 0
@@ -82,7 +94,23 @@ public struct ProcessLog: Sendable {
     mutating func add(_ record: Record) {
         firstTs = Swift.min(firstTs, record.ts)
         lastTs = Swift.max(lastTs, record.ts)
-        recordCounts[recordTypeName(record), default: 0] += 1
+        switch record {
+        case .processStart: kindCounts[0] += 1
+        case .connection: kindCounts[1] += 1
+        case .fork: kindCounts[2] += 1
+        case .drops: kindCounts[3] += 1
+        case .processEnd: kindCounts[4] += 1
+        case .dns: kindCounts[5] += 1
+        case .note(let n): noteCounts[n.type, default: 0] += 1
+        case .http: kindCounts[6] += 1
+        case .httpSummary: kindCounts[7] += 1
+        case .sample: kindCounts[8] += 1
+        case .startup: kindCounts[9] += 1
+        case .stall: kindCounts[10] += 1
+        case .modules: kindCounts[11] += 1
+        case .segmentEnd: kindCounts[12] += 1
+        case .segmentsRemoved: kindCounts[13] += 1
+        }
         switch record {
         case .processStart(let s):
             start = s
@@ -172,6 +200,10 @@ public struct RunAnalysis: Sendable {
     private var connectionHostsLog = -1
     /// Exchanges handed off to a forked child: their two halves, joined (Handoff.swift).
     private var handoffs = HandoffJoin()
+    /// While `load` reads: the endpoints and the run's TTFB and total durations, kept on a
+    /// thread of their own (the thread that applies the records in order is the reader's
+    /// bottleneck); joined by `finish()`.
+    private var side: SideAggregator?
 
     /// `slowest`: how many of the slowest exchanges to keep.
     /// Whether single requests are collected for the HTML waterfall (only the HTML report draws
@@ -189,11 +221,13 @@ public struct RunAnalysis: Sendable {
                             collectRequests: Bool = true) throws(LoadFailure) -> RunAnalysis {
         var analysis = RunAnalysis(slowest: slowest, collectRequests: collectRequests)
         var reader = reader
+        if reader.threads > 1 { analysis.side = SideAggregator() }
         do {
             try reader.read(paths: paths) { (origin: LogReader.RecordOrigin, record) in
                 analysis.add(record, file: origin.log, line: origin.line, segmentFile: origin.file)
             }
         } catch {
+            analysis.joinSide()
             throw LoadFailure(error: error, warnings: reader.warnings)
         }
         analysis.finish()
@@ -220,6 +254,15 @@ public struct RunAnalysis: Sendable {
     public mutating func finish() {
         handoffs.finish()
         drainHandoffs()
+        joinSide()
+    }
+
+    /// The side thread's work, waited for and taken back.
+    private mutating func joinSide() {
+        guard let side else { return }
+        self.side = nil
+        let (e, t, d) = side.finish()
+        endpoints = e; ttfb = t; durations = d
     }
 
     /// Exchanges joined across a fork, and halves left as they were (Handoff.swift).
@@ -279,17 +322,25 @@ public struct RunAnalysis: Sendable {
             let key = HTTPKey(h)
             http[key, default: HTTPStats(key: key)].add(h)
             if !joined, !h.isContinuation { noteConnectionHost(h, key: key, log: i) }
-            if let t = h.ttfbUs { ttfb.record(t) }
-            if let d = h.durationUs { durations.record(d) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
-            endpoints.add(h)
+            if let side {
+                side.add(.http(h))
+            } else {
+                if let t = h.ttfbUs { ttfb.record(t) }
+                if let d = h.durationUs { durations.record(d) }
+                endpoints.add(h)
+            }
         case .httpSummary(let s):
             let key = HTTPKey(s)
             http[key, default: HTTPStats(key: key)].add(s)
-            if let t = s.ttfbUs { ttfb.record(summary: t) }
-            if let d = s.durationUs { durations.record(summary: d) }
             summarizedGroups.add(s)
-            endpoints.add(s)
+            if let side {
+                side.add(.httpSummary(s))
+            } else {
+                if let t = s.ttfbUs { ttfb.record(summary: t) }
+                if let d = s.durationUs { durations.record(summary: d) }
+                endpoints.add(s)
+            }
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
             dnsFailures.add(d)
@@ -324,4 +375,56 @@ public struct LoadFailure: Error, CustomStringConvertible {
     public var error: LogReaderError
     public var warnings: [ReaderWarning]
     public var description: String { error.description }
+}
+
+/// The part of the analysis that depends on nothing else: the endpoints (in the order their
+/// records come, which decides the 1,000 kept) and the run's TTFB and duration percentiles. Fed
+/// in batches, in order, to a serial queue.
+private final class SideAggregator: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "wedjat.analysis.side")
+    private var batch: [Record] = []
+    // Touched only on `queue` until `finish`.
+    private var endpoints = EndpointCollection()
+    private var ttfb = DurationStats()
+    private var durations = DurationStats()
+    /// Batches handed over and not yet done: the applying thread waits above a few (memory).
+    private let slots = DispatchSemaphore(value: 4)
+    private static let batchSize = 2048
+
+    init() { batch.reserveCapacity(Self.batchSize) }
+
+    func add(_ r: Record) {
+        batch.append(r)
+        if batch.count >= Self.batchSize { flush() }
+    }
+
+    private func flush() {
+        guard !batch.isEmpty else { return }
+        let items = batch
+        batch = []
+        batch.reserveCapacity(Self.batchSize)
+        slots.wait()
+        queue.async { [self] in
+            for r in items {
+                switch r {
+                case .http(let h):
+                    if let t = h.ttfbUs { ttfb.record(t) }
+                    if let d = h.durationUs { durations.record(d) }
+                    endpoints.add(h)
+                case .httpSummary(let s):
+                    if let t = s.ttfbUs { ttfb.record(summary: t) }
+                    if let d = s.durationUs { durations.record(summary: d) }
+                    endpoints.add(s)
+                default:
+                    break
+                }
+            }
+            slots.signal()
+        }
+    }
+
+    func finish() -> (EndpointCollection, DurationStats, DurationStats) {
+        flush()
+        return queue.sync { (endpoints, ttfb, durations) }
+    }
 }

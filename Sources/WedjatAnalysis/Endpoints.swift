@@ -171,7 +171,7 @@ extension Report {
     static func endpointRows(_ analysis: RunAnalysis) -> [EndpointRow] {
         analysis.endpoints.endpoints.values
             .sorted { $0.requests != $1.requests ? $0.requests > $1.requests : $0.key < $1.key }
-            .map { e in
+            .concurrentMap { e in
                 EndpointRow(key: e.key.method + " " + e.key.path, role: e.key.role, host: e.key.host, method: e.key.method,
                             path: e.key.path, requests: e.requests, summarized: e.summarized, statusClasses: e.statusClasses,
                             errors: e.errors, httpErrorRate: rate(e.statusClasses.s4xx + e.statusClasses.s5xx, e.requests),

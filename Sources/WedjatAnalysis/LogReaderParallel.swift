@@ -12,20 +12,62 @@ import Glibc
 
 extension LogReader {
 
+    /// A block's bytes: read into straight from the file (after the previous block's partial
+    /// last line), reused from block to block (no copy of the file, no fresh pages per block).
+    private final class Buffer: @unchecked Sendable {
+        let base: UnsafeMutableRawPointer
+        let capacity: Int
+        init(capacity: Int) {
+            self.capacity = capacity
+            base = .allocate(byteCount: Swift.max(1, capacity), alignment: 16)
+        }
+        deinit { base.deallocate() }
+    }
+
+    /// A block's decoded lines, in order, taken out one by one by the applying thread (moved, not
+    /// copied: a copy of a record retains each of its strings, and the array's release again).
+    private struct Results {
+        var base: UnsafeMutablePointer<LineResult>
+        var count = 0
+        var capacity: Int
+        init(capacity: Int) {
+            self.capacity = Swift.max(16, capacity)
+            base = .allocate(capacity: self.capacity)
+        }
+        mutating func append(_ r: LineResult) {
+            if count == capacity {
+                let bigger = UnsafeMutablePointer<LineResult>.allocate(capacity: capacity * 2)
+                bigger.moveInitialize(from: base, count: count)
+                base.deallocate()
+                base = bigger
+                capacity *= 2
+            }
+            (base + count).initialize(to: r)
+            count += 1
+        }
+    }
+
     /// One block's outcome, filled by a decoding thread.
     private final class Job: @unchecked Sendable {
         enum Kind {
-            /// Whole lines, separated by newlines (the last one's newline is not included).
-            case lines([UInt8])
+            /// Whole lines in `buffer[0 ..< count]`, separated by newlines (the last one's newline
+            /// is not included).
+            case lines(Buffer, Int)
             /// Bytes that end no line yet (part of a long one).
             case none
             /// A line longer than `maxLineBytes`: skipped with a warning.
             case tooLong
         }
         let kind: Kind
-        var results: [LineResult] = []
+        /// Set by the decoding thread; its lines are moved out by the applying one.
+        var results: Results?
         let done = DispatchSemaphore(value: 0)
         init(_ kind: Kind) { self.kind = kind }
+        deinit {
+            guard let results else { return }
+            results.base.deinitialize(count: results.count)
+            results.base.deallocate()
+        }
     }
 
     /// Parse buffers, one per decoding thread at a time.
@@ -54,25 +96,29 @@ extension LogReader {
         var carry: [UInt8] = []
         var skipping = false   // inside a line that was too long, until its newline
         var fileBytes = 0
-        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, parallelBlockBytes), alignment: 16)
-        defer { block.deallocate() }
+        let blockBytes = max(1, parallelBlockBytes)
+        var spare: [Buffer] = []   // buffers of applied blocks, for the next ones
+        var expectedLines = 256
+        // Room for a partial line ahead of a block's bytes in the reused buffers (a longer one
+        // gets a buffer of its own).
+        let carryRoom = 64 * 1024
 
         func submit(_ job: Job) {
-            guard case .lines(let bytes) = job.kind else { job.done.signal(); return }
+            guard case .lines(let buffer, let count) = job.kind else { job.done.signal(); return }
+            let capacity = expectedLines
             queue.async {
                 let document = pool.take()
-                var out: [LineResult] = []
-                bytes.withUnsafeBytes { all in
-                    var start = 0
-                    while true {
-                        let nl = start < all.count
-                            ? memchr(all.baseAddress! + start, 0x0A, all.count - start).map { all.baseAddress!.distance(to: UnsafeRawPointer($0)) } ?? all.count
-                            : all.count
-                        out.append(LogReader.decodeLine(UnsafeRawBufferPointer(rebasing: all[start ..< nl]), document: document,
-                                                        maxLineBytes: maxLine))
-                        if nl >= all.count { break }
-                        start = nl + 1
-                    }
+                var out = Results(capacity: capacity)
+                let all = UnsafeRawPointer(buffer.base)
+                var start = 0
+                while true {
+                    let nl = start < count
+                        ? memchr(all + start, 0x0A, count - start).map { all.distance(to: UnsafeRawPointer($0)) } ?? count
+                        : count
+                    out.append(LogReader.decodeLine(UnsafeRawBufferPointer(start: all + start, count: nl - start), document: document,
+                                                    maxLineBytes: maxLine))
+                    if nl >= count { break }
+                    start = nl + 1
                 }
                 pool.give(document)
                 job.results = out
@@ -90,11 +136,15 @@ extension LogReader {
                 reader.warn(&state, "line longer than \(reader.maxLineBytes) bytes; skipped")
             case .none:
                 break
-            case .lines:
-                for r in job.results {
+            case .lines(let buffer, _):
+                let results = job.results!
+                job.results!.count = 0   // moved out below; the job frees the buffer
+                expectedLines = max(expectedLines, results.count + results.count / 8)
+                for k in 0 ..< results.count {
                     state.lineNo += 1
-                    reader.apply(r, state: &state, complete: true, onRecord: onRecord)
+                    reader.apply((results.base + k).move(), state: &state, complete: true, onRecord: onRecord)
                 }
+                if buffer.capacity == carryRoom + blockBytes { spare.append(buffer) }
             }
             reader.bytesRead += Int64(bytes)
             reader.onProgress?(reader.bytesRead)
@@ -102,9 +152,14 @@ extension LogReader {
 
         var readFailed: String?
         while true {
+            // The partial line left by the previous block goes first, then the file's next bytes.
+            let buffer = carry.count <= carryRoom ? (spare.popLast() ?? Buffer(capacity: carryRoom + blockBytes))
+                : Buffer(capacity: carry.count + blockBytes)
+            let c = carry.count
+            carry.withUnsafeBytes { if c > 0 { buffer.base.copyMemory(from: $0.baseAddress!, byteCount: c) } }
             var n = 0
-            while n < block.count {
-                let got = Glibc.read(fd, block.baseAddress! + n, block.count - n)
+            while n < blockBytes {
+                let got = Glibc.read(fd, buffer.base + c + n, blockBytes - n)
                 if got < 0 {
                     if errno == EINTR { continue }
                     readFailed = String(cString: strerror(errno))
@@ -115,27 +170,37 @@ extension LogReader {
             }
             if readFailed != nil || n == 0 { break }
             fileBytes += n
-            var bytes = UnsafeRawBufferPointer(rebasing: block[0 ..< n])
+            let filled = c + n
+            var from = 0   // where this block's lines begin
             if skipping {
                 // The rest of an over-long line: its warning was given when it grew too big.
-                guard let nl = memchr(bytes.baseAddress!, 0x0A, n) else { jobs.append((Job(.none), n)); submit(jobs.last!.job); continue }
-                let after = bytes.baseAddress!.distance(to: UnsafeRawPointer(nl)) + 1
-                bytes = UnsafeRawBufferPointer(rebasing: bytes[after...])
+                // (The carry is empty while skipping.)
+                guard let nl = memchr(buffer.base, 0x0A, filled) else {
+                    spare.append(buffer)
+                    jobs.append((Job(.none), n)); submit(jobs.last!.job)
+                    while jobs.count >= inFlight { deliverOldest(&self) }
+                    continue
+                }
+                from = UnsafeRawPointer(buffer.base).distance(to: UnsafeRawPointer(nl)) + 1
                 skipping = false
             }
-            // Whole lines go out; the last partial one waits for the next block.
-            var lastNL = -1
+            // Whole lines go out; the last partial one waits for the next block. Only the new
+            // bytes can hold a newline: the carry has none.
             // (memrchr is a GNU extension Swift does not import.)
-            var i = bytes.count - 1
-            while i >= 0 { if bytes[i] == 0x0A { lastNL = i; break }; i -= 1 }
+            var lastNL = -1
+            let bytes = buffer.base.assumingMemoryBound(to: UInt8.self)
+            var i = filled - 1
+            while i >= Swift.max(from, c) { if bytes[i] == 0x0A { lastNL = i; break }; i -= 1 }
             var job: Job?
             if lastNL >= 0 {
-                var lines = carry
-                lines.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[..<lastNL]))
-                carry = Array(UnsafeRawBufferPointer(rebasing: bytes[(lastNL + 1)...]))
-                job = Job(.lines(lines))
+                if from > 0 { (buffer.base).copyMemory(from: buffer.base + from, byteCount: lastNL - from) }
+                carry.removeAll(keepingCapacity: true)
+                carry.append(contentsOf: UnsafeRawBufferPointer(start: buffer.base + lastNL + 1, count: filled - lastNL - 1))
+                job = Job(.lines(buffer, lastNL - from))
             } else {
-                carry.append(contentsOf: bytes)
+                carry.removeAll(keepingCapacity: true)
+                carry.append(contentsOf: UnsafeRawBufferPointer(start: buffer.base + from, count: filled - from))
+                if buffer.capacity == carryRoom + blockBytes { spare.append(buffer) }
                 if carry.count > maxLineBytes {
                     carry = []
                     skipping = true

@@ -318,7 +318,7 @@ extension Report {
 
         let peerRows = analysis.peers.values
             .sorted { $0.count != $1.count ? $0.count > $1.count : $0.key < $1.key }
-            .map { p in
+            .concurrentMap { p in
                 PeerRow(key: p.key.label + (p.hosts.isEmpty ? "" : " (" + p.hosts.sorted().joined(separator: ", ") + ")"),
                         role: p.key.role, transport: p.key.transport, address: p.key.address,
                         hosts: p.hosts.sorted(), count: p.count,

@@ -104,7 +104,7 @@ extension Report {
                 if $0.connections.count != $1.connections.count { return $0.connections.count > $1.connections.count }
                 return $0.key < $1.key
             }
-            .map { h in
+            .concurrentMap { h in
                 let schemes = h.schemes.sorted()
                 let prefix = schemes.count == 1 ? schemes[0] + "://" : schemes == ["http", "https"] ? "http(s)://" : ""
                 let arrow = h.key.role == "client" ? "client → " : h.key.role == "server" ? "server ← " : h.key.role + " ↔ "

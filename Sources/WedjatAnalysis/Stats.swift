@@ -51,7 +51,8 @@ public struct DurationStats: Sendable {
         } else if small.count < smallLimit {
             small.append(ValueCount(value: value, count: count))
         } else {
-            narrow = Buckets.makeHistogram(coarse: coarse)
+            // A copy of an empty one: making each from nothing cost a generic copy per count.
+            narrow = coarse ? Buckets.emptyCoarse : Buckets.empty
             inHistogram = true
             for v in small { recordInHistogram(v.value, count: v.count) }
             recordInHistogram(value, count: count)
@@ -91,6 +92,8 @@ public struct DurationStats: Sendable {
         /// Which values share a bucket depends only on the configuration, not on the counts.
         static let layout: Histogram<UInt64> = makeHistogram()
         static let coarseLayout: Histogram<UInt64> = makeHistogram(coarse: true)
+        static let empty: Histogram<UInt32> = makeHistogram()
+        static let emptyCoarse: Histogram<UInt32> = makeHistogram(coarse: true)
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).

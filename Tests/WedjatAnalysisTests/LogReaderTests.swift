@@ -238,4 +238,39 @@ final class ParallelReaderTests: XCTestCase {
             }
         }
     }
+
+    /// Lines longer than the room the reused block buffers keep for a partial line (64 KiB),
+    /// good ones and over-long ones, beside short ones: the same as on one thread.
+    func testLongLinesSameAsOneThread() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        var lines = [String(Line.start(pid: 1, ts: 1000, exe: "/bin/x").dropLast())]
+        for i in 0 ..< 40 {
+            switch i % 5 {
+            case 1: lines.append(#"{"type":"warning","ts":\#(2000 + i),"pid":1,"message":"\#(String(repeating: "m", count: 90_000 + i))"}"#)
+            case 3: lines.append(String(repeating: "z", count: 300_000))   // over maxLineBytes below
+            default:
+                lines.append(#"{"type":"connection","ts":\#(2000 + i),"pid":1,"conn_id":\#(i),"role":"client","peer":"10.0.0.1:80","bytes_in":\#(i),"bytes_out":1}"#)
+            }
+        }
+        let f = try dir.write("x.1.1000.ndjson", lines.joined(separator: "\n") + "\n")
+        func read(threads: Int, block: Int) -> (records: [String], warnings: [String]) {
+            var reader = LogReader(maxLineBytes: 200_000, threads: threads)
+            reader.parallelMinBytes = 0
+            reader.parallelBlockBytes = block
+            var out: [String] = []
+            try? reader.read(paths: [f]) { _, line, r in
+                if case .note(let n) = r { out.append("\(line) note \(n.message.count)") } else { out.append("\(line) \(recordTypeName(r)) \(r.ts)") }
+            }
+            return (out, reader.warnings.map(\.description))
+        }
+        let one = read(threads: 1, block: 1 << 20)
+        XCTAssertEqual(one.records.count, 1 + 40 - 8, "every good line once")
+        XCTAssertEqual(one.warnings.filter { $0.contains("longer than") }.count, 8)
+        for block in [1000, 40_000, 70_000, 1 << 20] {
+            let many = read(threads: 2, block: block)
+            XCTAssertEqual(many.records, one.records, "block \(block)")
+            XCTAssertEqual(many.warnings, one.warnings, "block \(block)")
+        }
+    }
 }
