@@ -11,12 +11,19 @@ public enum HARExport {
 
     /// One entry, written into `w` (made with the document's indent and the entry's depth).
     static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: inout JSONBytes) {
+        var cache = ISO8601Cache()
+        writeEntry(h, timings: t, connection: c, into: &w, times: &cache)
+    }
+
+    /// `times`: the writer's last formatted second (entries come nearly in time order).
+    static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: inout JSONBytes,
+                           times: inout ISO8601Cache) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         let responded = h.responseStartTs != nil
         func millis(_ us: Int64) { w.fixed(us, 3) }
         func phase(_ us: Int64?) { if let us { millis(us) } else { w.int(-1) } }
         w.openObject()
-        w.key("startedDateTime"); w.string(ExportTime.iso8601(t.startTs))
+        w.key("startedDateTime"); w.iso8601(t.startTs, cache: &times)
         w.key("time"); millis(t.elapsed)
         w.key("request")
         w.openObject()
@@ -60,7 +67,7 @@ public enum HARExport {
         if let peer = h.peer { w.key("serverIPAddress"); w.string(AddressParts.split(peer).host) }
         // Unique within the run (local ports are reused), and the same for every exchange of a
         // connection, which is written before the connection's record.
-        if let id = h.connId { w.key("connection"); w.string("\(h.pid)-\(id)") }
+        if let id = h.connId { w.key("connection"); w.string(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
         w.key("_pid"); w.int(Int64(h.pid))
         if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
         if let e = h.error { w.key("_error"); w.string(e) }
