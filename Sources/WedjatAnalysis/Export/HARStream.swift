@@ -64,15 +64,15 @@ final class HARStream: ExportConsumer {
 
         func render() {
             // At its depth in the document: log.entries[i].
-            var w = JSONBytes(capacity: items.count * 2048, indent: 2, level: 3)
+            let w = HARWriter(capacity: items.count * 2048, indent: 2, level: 3)
             var times = ISO8601Cache()
             ends.reserveCapacity(items.count)
             for item in items {
-                HARExport.writeEntry(item.h, timings: item.t, connection: item.c, into: &w, times: &times)
+                HARExport.writeEntry(item.h, timings: item.t, connection: item.c, into: w, times: &times)
                 ends.append(w.count)
             }
             items = []
-            bytes = w.bytes
+            bytes = w.take()
         }
     }
 
@@ -112,7 +112,8 @@ final class HARStream: ExportConsumer {
 
     func endImage(_ image: Int, context: ExportContext) {
         // Connections never recorded (a process killed with them open): entries without set-up.
-        for h in waiting.values.sorted(by: { $0.ts < $1.ts }) { entry(h, connection: nil, lookup: nil) }
+        // By time, then conn_id: the dictionary's order (random from one run to the next) never shows.
+        for h in waiting.values.sorted(by: { ($0.ts, $0.connId ?? 0) < ($1.ts, $1.connId ?? 0) }) { entry(h, connection: nil, lookup: nil) }
         waiting.removeAll()
     }
 

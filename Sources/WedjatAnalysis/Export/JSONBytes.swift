@@ -112,16 +112,6 @@ struct JSONBytes {
         bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
-    /// `"<a><separator><b>"`: two integers as one string (`4242-17`), with no String made.
-    mutating func string(_ a: Int64, _ separator: UInt8, _ b: Int64) {
-        valueStart()
-        bytes.append(UInt8(ascii: "\""))
-        writeInt(a)
-        bytes.append(separator)
-        writeInt(b)
-        bytes.append(UInt8(ascii: "\""))
-    }
-
     /// `units / 10^decimals` exactly, trailing zeros trimmed (as ExportJSON.fixed).
     mutating func fixed(_ units: Int64, _ decimals: Int) {
         valueStart()
@@ -169,28 +159,6 @@ struct JSONBytes {
             }
             if !clean { writeString(String(decoding: u, as: UTF8.self)) }
         }
-    }
-
-    /// `2025-11-22T03:35:10.202200Z` (ExportTime.iso8601, as a JSON string) with no String made:
-    /// the date and time of day come from `gmtime_r` once per second, kept in `cache`.
-    mutating func iso8601(_ us: Int64, cache: inout ISO8601Cache) {
-        valueStart()
-        let seconds = ISO8601Cache.floorDiv(us, 1_000_000)
-        if seconds != cache.second || cache.prefix.isEmpty {
-            cache.second = seconds
-            let text = ExportTime.iso8601(seconds * 1_000_000)
-            // Everything up to the fraction: `2025-11-22T03:35:10.`
-            cache.prefix = Array(text.utf8.prefix(while: { $0 != UInt8(ascii: ".") })) + [UInt8(ascii: ".")]
-        }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: cache.prefix)
-        var micros = Int(us - seconds * 1_000_000)
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { d in
-            for i in stride(from: 5, through: 0, by: -1) { d[i] = UInt8(micros % 10) + 0x30; micros /= 10 }
-            bytes.append(contentsOf: d)
-        }
-        bytes.append(contentsOf: [UInt8(ascii: "Z"), UInt8(ascii: "\"")])
     }
 
     /// JSON text made elsewhere, as one value.
@@ -243,9 +211,3 @@ struct JSONBytes {
     }
 }
 
-/// The last second `JSONBytes.iso8601` formatted (one per writer: not shared between threads).
-struct ISO8601Cache {
-    var second: Int64 = .min
-    var prefix: [UInt8] = []
-    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
-}
