@@ -32,6 +32,7 @@ final class HARStream: ExportConsumer {
     private var buffer: [Entry] = []
     private var runs: [(offset: Int64, end: Int64, count: Int)] = []
     private var spill: UnsafeMutablePointer<FILE>?
+    static let spillBlockSize = 64 << 10
     /// The spill's stdio buffer (it must outlive the FILE).
     private var spillBlock: UnsafeMutablePointer<CChar>?
     private var spillPath: String?
@@ -175,10 +176,12 @@ final class HARStream: ExportConsumer {
             spillPath = String(cString: template)
             unlink(spillPath!)   // gone with the process, whatever happens
             spillPath = nil
-            // Written in large blocks (stdio's default is 4 KiB: 78,000 writes for a 200 MB log).
-            // The buffer must be given: with none, glibc keeps its own 4 KiB whatever the size.
-            spillBlock = .allocate(capacity: 1 << 20)
-            setvbuf(f, spillBlock, _IOFBF, 1 << 20)
+            // Written 64 KiB at a time (stdio's 4 KiB: 78,000 writes for a 200 MB log; 1 MiB blocks
+            // cost more system time than 64 KiB ones here, 0.5-1.0 s against 0.35-0.4 s, a copy
+            // source that no longer fits the cache). The buffer must be given: with none, glibc
+            // keeps its own 4 KiB whatever the size asked.
+            spillBlock = .allocate(capacity: Self.spillBlockSize)
+            setvbuf(f, spillBlock, _IOFBF, Self.spillBlockSize)
             spill = f
         }
         buffer.sort(by: Self.ordered)
