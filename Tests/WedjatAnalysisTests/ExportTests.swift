@@ -73,6 +73,46 @@ final class ExportTests: XCTestCase {
 
     /// The HAR's entries are sorted through runs spilled to a temporary file when there are
     /// more than a buffer holds: the same document as sorting them all at once.
+    /// Many entries: rendered on other threads in batches and spilled in many runs, the document
+    /// is the one of a single run, whatever the batch and run boundaries; entries sorted by start,
+    /// ties in reading order.
+    func testHARRenderedInBatchesIsTheSameDocument() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        var body = Line.start(pid: 1, ts: 1000, exe: "/c")
+        let n = 1000
+        for i in 0 ..< n {
+            // Several exchanges share each start (ties), written in an order unlike their starts.
+            let start = Int64(10_000 + (i * 7919) % (n / 4) * 1000)
+            body += #"{"type":"http","ts":\#(start + 500),"pid":1,"conn_id":\#(i),"role":"client","method":"GET","host":"h","path":"/\#(i)?a=\#(i)","version":"HTTP/1.1","status":200,"request_index":\#(i % 3),"request_start_ts":\#(start),"request_end_ts":\#(start),"response_start_ts":\#(start + 400),"response_end_ts":\#(start + 500),"headers":{"request.host":"h","response.content-type":"text/plain","request.accept":"*/*"}}"# + "\n"
+            body += #"{"type":"connection","ts":\#(start + 600),"pid":1,"conn_id":\#(i),"role":"client","peer":"10.0.0.1:80","open_ts":\#(start - 100),"close_ts":\#(start + 600),"connect_us":50}"# + "\n"
+        }
+        try dir.write("c.1.1000.ndjson", body + Line.end(pid: 1, ts: 2_000_000))
+        func har(runLength: Int) throws -> String {
+            let context = ExportContext()
+            let stream = HARStream(text: ExportText(), runLength: runLength)
+            var reader = LogReader()
+            try reader.read(paths: [dir.path]) { file, _, record in
+                _ = context.enter(file)
+                context.note(record)
+                stream.add(record, context: context)
+            }
+            stream.endImage(0, context: context)
+            return stream.finish(context: context).text
+        }
+        let whole = try har(runLength: 100_000)
+        for runLength in [1, 7, 128, 333] { XCTAssertEqual(try har(runLength: runLength), whole, "runs of \(runLength)") }
+        let entries = try XCTUnwrap((try json(whole)["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        XCTAssertEqual(entries.count, n)
+        let keys = entries.map { ($0["startedDateTime"] as? String ?? "", Int(((($0["request"] as? [String: Any])?["url"] as? String) ?? "").split(separator: "=").last ?? "") ?? -1) }
+        XCTAssertEqual(keys.map(\.0), keys.map(\.0).sorted())
+        // Ties keep the order the exchanges were known in (first exchanges wait for their connection).
+        XCTAssertEqual(Set(keys.map(\.1)).count, n)
+        let headers = try XCTUnwrap((entries[0]["request"] as? [String: Any])?["headers"] as? [[String: String]])
+        XCTAssertEqual(headers.map { $0["name"] ?? "" }, ["accept", "host"])
+        XCTAssertEqual(((entries[0]["response"] as? [String: Any])?["content"] as? [String: Any])?["mimeType"] as? String, "text/plain")
+    }
+
     func testHARSortsThroughSpilledRuns() throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -589,6 +629,38 @@ final class ExportTests: XCTestCase {
             XCTAssertEqual(w.bytes, v.bytes)
             XCTAssertEqual(String(decoding: v.bytes, as: UTF8.self), ExportJSON.string(s).rendered())
         }
+    }
+
+    /// The HAR entries' writer lays out what JSONBytes lays out (same indent and level), to the byte:
+    /// nesting, empty containers, escapes, numbers, URLs in parts, timestamps from its per-second cache.
+    func testHARWriterWritesWhatJSONBytesWrites() {
+        let h = HARWriter(capacity: 16, indent: 2, level: 3)
+        var j = JSONBytes(indent: 2, level: 3)
+        var times = ISO8601Cache()
+        for round in 0 ..< 3 {
+            h.openObject(); j.openObject()
+            h.key("s"); j.key("s"); h.string("quote \" and \\ tab\t\u{1} ünï"); j.string("quote \" and \\ tab\t\u{1} ünï")
+            h.key("sub"); j.key("sub"); h.string("request.x-é\n"[...].dropFirst(8)); j.string("request.x-é\n"[...].dropFirst(8))
+            h.key("empty"); j.key("empty"); h.openArray(); j.openArray(); h.closeArray(); j.closeArray()
+            h.key("obj"); j.key("obj"); h.openObject(); j.openObject(); h.closeObject(); j.closeObject()
+            h.key("list"); j.key("list"); h.openArray(); j.openArray()
+            for i in [0, -1, 7, Int64.max, Int64.min + 1, 1_234_567] {
+                h.openObject(); j.openObject()
+                h.key("i"); j.key("i"); h.int(i); j.int(i)
+                h.key("f"); j.key("f"); h.fixed(i, 3); j.fixed(i, 3)
+                h.key("b"); j.key("b"); h.bool(i > 0); j.bool(i > 0)
+                h.closeObject(); j.closeObject()
+            }
+            h.closeArray(); j.closeArray()
+            h.key("url"); j.key("url"); h.url("https", "api\"x", "/p?q=1"); j.string("https://api\"x/p?q=1")
+            h.key("conn"); j.key("conn"); h.string(4242, UInt8(ascii: "-"), Int64(round) - 1); j.string("4242-\(round - 1)")
+            for us in [Int64(1_763_782_800_000_001), 1_763_782_800_999_999, 1_763_782_801_000_000, 0, -1, 1_763_782_800_000_002] {
+                h.key("t"); j.key("t"); h.iso8601(us, cache: &times); j.string(ExportTime.iso8601(us))
+            }
+            h.closeObject(); j.closeObject()
+        }
+        XCTAssertEqual(String(decoding: h.take(), as: UTF8.self), String(decoding: j.bytes, as: UTF8.self))
+        XCTAssertEqual(h.count, 0)
     }
 
     func testAddressesAndURLs() {

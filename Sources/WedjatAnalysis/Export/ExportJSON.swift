@@ -180,6 +180,17 @@ public struct ExportText: @unchecked Sendable {
         chunks[chunks.count - 1].append(contentsOf: bytes)
     }
 
+    /// A whole chunk made elsewhere, after what is held: with a sink, both go to it now (no copy).
+    public mutating func append(chunk: [UInt8]) {
+        guard !chunk.isEmpty else { return }
+        if let sink {
+            flush()
+            sink(chunk)
+        } else {
+            chunks.append(chunk)
+        }
+    }
+
     public mutating func append(_ text: String) {
         let count = text.utf8.count
         if chunks.isEmpty || chunks[chunks.count - 1].count + count > ExportText.chunkSize {

@@ -10,22 +10,28 @@ public enum HARExport {
     static let unknownMinorVersion = "HTTP/1.x"
 
     /// One entry, written into `w` (made with the document's indent and the entry's depth).
-    static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: inout JSONBytes) {
+    /// `times`: the writer's last formatted second (entries come nearly in time order).
+    static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: HARWriter,
+                           times: inout ISO8601Cache) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         let responded = h.responseStartTs != nil
         func millis(_ us: Int64) { w.fixed(us, 3) }
         func phase(_ us: Int64?) { if let us { millis(us) } else { w.int(-1) } }
         w.openObject()
-        w.key("startedDateTime"); w.string(ExportTime.iso8601(t.startTs))
+        w.key("startedDateTime"); w.iso8601(t.startTs, cache: &times)
         w.key("time"); millis(t.elapsed)
         w.key("request")
         w.openObject()
         w.key("method"); w.string(h.method ?? "")
-        w.key("url"); w.string(h.url)
+        // h.url, written in parts when it is made of parts.
+        let target = h.path ?? ""
+        w.key("url")
+        if target.hasPrefix("/") { w.url(h.schemeOrHTTP, h.host ?? h.peer ?? "", target) } else { w.string(h.url) }
         w.key("httpVersion"); w.string(h.version ?? fallback)
         w.key("cookies"); w.openArray(); w.closeArray()
-        w.key("headers"); writeHeaders(h, prefix: "request.", into: &w)
-        w.key("queryString"); writeQueryString(h, into: &w)
+        let headers = Headers(h)
+        w.key("headers"); writeHeaders(headers.request, into: w)
+        w.key("queryString"); writeQueryString(h, into: w)
         w.key("headersSize"); w.int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
         w.key("bodySize"); w.int(h.requestBodyBytes)
         w.closeObject()
@@ -36,11 +42,11 @@ public enum HARExport {
         // No response: nothing to say; a response without a final status line: version unknown.
         w.key("httpVersion"); w.string(!responded ? "" : h.finalResponseVersion ?? fallback)
         w.key("cookies"); w.openArray(); w.closeArray()
-        w.key("headers"); writeHeaders(h, prefix: "response.", into: &w)
+        w.key("headers"); writeHeaders(headers.response, into: w)
         w.key("content")
         w.openObject()
         w.key("size"); w.int(responded ? h.responseBodyBytes : 0)
-        w.key("mimeType"); w.string(h.header("response.content-type") ?? "")
+        w.key("mimeType"); w.string(headers.contentType ?? "")
         w.closeObject()
         w.key("redirectURL"); w.string("")
         w.key("headersSize"); w.int(responded ? h.responseHeaderBytes : -1)
@@ -60,7 +66,7 @@ public enum HARExport {
         if let peer = h.peer { w.key("serverIPAddress"); w.string(AddressParts.split(peer).host) }
         // Unique within the run (local ports are reused), and the same for every exchange of a
         // connection, which is written before the connection's record.
-        if let id = h.connId { w.key("connection"); w.string("\(h.pid)-\(id)") }
+        if let id = h.connId { w.key("connection"); w.string(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
         w.key("_pid"); w.int(Int64(h.pid))
         if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
         if let e = h.error { w.key("_error"); w.string(e) }
@@ -80,25 +86,64 @@ public enum HARExport {
         w.closeObject()
     }
 
-    private static func writeHeaders(_ h: HTTPRecord, prefix: String, into w: inout JSONBytes) {
+    /// The logged headers split by side in one pass (sorted by name), and the response's
+    /// content type (h.header("response.content-type")).
+    private struct Headers {
+        typealias Named = (key: String, name: Substring, value: String)
+        var request: [Named] = []
+        var response: [Named] = []
+        var contentType: String?
+
+        init(_ h: HTTPRecord) {
+            for (k, v) in h.headers {
+                if let name = Self.after(k, "request.") {
+                    request.append((k, name, v))
+                } else if let name = Self.after(k, "response.") {
+                    response.append((k, name, v))
+                    if k == "response.content-type" { contentType = v }
+                }
+            }
+            if request.count > 1 { request.sort { $0.key < $1.key } }
+            if response.count > 1 { response.sort { $0.key < $1.key } }
+        }
+
+        /// `k.dropFirst(prefix.count)` when `k.hasPrefix(prefix)`, else nil. On the bytes when the
+        /// name goes on with ASCII (a combining mark right after the prefix would make hasPrefix
+        /// say no: left to it).
+        private static func after(_ k: String, _ prefix: StaticString) -> Substring? {
+            let n = prefix.utf8CodeUnitCount
+            var k = k
+            let bytes = k.withUTF8 { u -> Bool? in
+                guard u.count >= n, memcmp(u.baseAddress!, prefix.utf8Start, n) == 0 else { return false }
+                return u.count == n || u[n] < 0x80 ? true : nil
+            }
+            switch bytes {
+            case true?: return Substring(k.utf8.dropFirst(n))
+            case false?: return nil
+            case nil:
+                let p = prefix.description
+                return k.hasPrefix(p) ? k.dropFirst(p.count) : nil
+            }
+        }
+    }
+
+    /// Headers from `Headers`: their names after the prefix, with values.
+    private static func writeHeaders(_ named: [Headers.Named], into w: HARWriter) {
         w.openArray()
-        // A handful of headers: a small array, sorted by name.
-        var named: [(key: String, value: String)] = []
-        for (k, v) in h.headers where k.hasPrefix(prefix) { named.append((k, v)) }
-        named.sort { $0.key < $1.key }
-        for (k, v) in named {
+        for (_, name, value) in named {
             w.openObject()
-            w.key("name"); w.string(k.dropFirst(prefix.count))
-            w.key("value"); w.string(v)
+            w.key("name"); w.string(name)
+            w.key("value"); w.string(value)
             w.closeObject()
         }
         w.closeArray()
     }
 
     /// The query's parameters, unless wedjat redacted it (`?REDACTED` hides how many there were).
-    private static func writeQueryString(_ h: HTTPRecord, into w: inout JSONBytes) {
+    private static func writeQueryString(_ h: HTTPRecord, into w: HARWriter) {
         w.openArray()
-        if let query = h.targetQuery, query != "REDACTED", !query.isEmpty {
+        // Most targets have no `?` at all: seen on the bytes before looking for the character.
+        if let path = h.path, path.utf8.contains(UInt8(ascii: "?")), let query = h.targetQuery, query != "REDACTED", !query.isEmpty {
             for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }

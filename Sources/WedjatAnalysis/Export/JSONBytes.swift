@@ -54,13 +54,16 @@ struct JSONBytes {
         separate()
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
         if indent > 0 { bytes.append(0x20) }
         // The value that follows must not get a comma of its own.
         pendingValue = true
     }
 
-    mutating func key(_ k: String) {
+    /// A member's name made at run time. (Not `key(_: String)`: a string literal would pick that
+    /// overload over the StaticString one, and every constant name would go through a String.)
+    mutating func key(dynamic k: String) {
         separate()
         writeString(k)
         bytes.append(UInt8(ascii: ":"))
@@ -103,7 +106,11 @@ struct JSONBytes {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func bool(_ v: Bool) { valueStart(); bytes.append(contentsOf: v ? Array("true".utf8) : Array("false".utf8)) }
+    mutating func bool(_ v: Bool) { valueStart(); if v { appendStatic("true") } else { appendStatic("false") } }
+
+    @inline(__always) private mutating func appendStatic(_ s: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
 
     /// `units / 10^decimals` exactly, trailing zeros trimmed (as ExportJSON.fixed).
     mutating func fixed(_ units: Int64, _ decimals: Int) {
@@ -203,3 +210,4 @@ struct JSONBytes {
         bytes.append(UInt8(ascii: "\""))
     }
 }
+
