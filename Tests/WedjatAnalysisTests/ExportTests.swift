@@ -549,6 +549,26 @@ final class ExportTests: XCTestCase {
         XCTAssertTrue(text.chunks.isEmpty)
     }
 
+    /// OTLP attributes written in one pass (the compact layout) are the bytes of their JSON
+    /// tree, for every kind of value.
+    func testOTLPAttributesWrittenInOnePassAreTheirJSON() {
+        var a = OTLPExport.Attributes()
+        a.add("http.request.method", "GET")
+        a.add("url.full", "http://h/a?b=\"c\"\\d\u{1}é")
+        a.add("server.port", Int64(8080))
+        a.add("http.response.status_code", Int64(-1))
+        a.add("ratio", double: 0.25)
+        a.add("list", strings: ["x", "y\"z"])
+        a.add("empty", strings: [])
+        var w = JSONBytes()
+        w.openObject()
+        w.key("attributes")
+        a.write(into: &w)
+        w.closeObject()
+        let expected = ExportJSON.object([("attributes", a.json)]).renderedBytes()
+        XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+    }
+
     func testOTLPIdsAreStableAcrossExports() throws {
         XCTAssertEqual(try input().traces.text, try input().traces.text)
     }

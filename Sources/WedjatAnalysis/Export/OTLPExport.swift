@@ -29,7 +29,7 @@ public enum OTLPExport {
         let isServer = h.role == "server"
         let method = h.method ?? ""
         let known = knownMethods.contains(method)
-        var attrs = Attributes()
+        var attrs = Attributes(capacity: 16)
         attrs.add("http.request.method", known ? method : "_OTHER")
         if !known { attrs.add("http.request.method_original", method) }
         let (serverAddress, serverPort) = h.server
@@ -171,6 +171,23 @@ public enum OTLPExport {
 
         /// The same as `json`, written straight into bytes (the export's hot path).
         func write(into w: inout JSONBytes) {
+            if w.isCompact {
+                // The layout below in one pass (ExportTests: testGoldenOTLP, the attributes test).
+                w.rawValueStart()
+                w.literal("{\"traceId\":"); w.rawHex(ids.traceHigh, ids.traceLow)
+                w.literal(",\"spanId\":"); w.rawHex(ids.span)
+                w.literal(",\"name\":"); w.rawString(name)
+                w.literal(",\"kind\":"); w.rawInt(kind.rawValue)
+                w.literal(",\"startTimeUnixNano\":\""); w.rawInt(startUs * 1000)
+                w.literal("\",\"endTimeUnixNano\":\""); w.rawInt(endUs * 1000)
+                w.literal("\",\"attributes\":"); attributes.writeCompactBody(into: &w)
+                if let error {
+                    w.literal(",\"status\":{\"message\":"); w.rawString(error)
+                    w.literal(",\"code\":"); w.rawInt(statusError); w.literal("}")
+                }
+                w.literal("}")
+                return
+            }
             w.openObject()
             w.key("traceId"); w.hex(ids.traceHigh, ids.traceLow)
             w.key("spanId"); w.hex(ids.span)
@@ -254,6 +271,9 @@ public enum OTLPExport {
 
         package init() {}
 
+        /// Room for `capacity` pairs at once (a span's usual count: one allocation).
+        package init(capacity: Int) { pairs.reserveCapacity(capacity) }
+
         package mutating func add(_ key: String, _ value: String?) { if let value { pairs.append(Pair(key: key, value: .string(value))) } }
         package mutating func add(_ key: String, _ value: Int64?) { if let value { pairs.append(Pair(key: key, value: .int(value))) } }
         package mutating func add(_ key: String, double value: Double?) { if let value { pairs.append(Pair(key: key, value: .double(value))) } }
@@ -263,6 +283,10 @@ public enum OTLPExport {
 
         /// The same as `json`, written straight into bytes.
         func write(into w: inout JSONBytes) {
+            if w.isCompact {
+                writeCompact(into: &w)
+                return
+            }
             w.openArray()
             for p in pairs {
                 w.openObject()
@@ -281,6 +305,46 @@ public enum OTLPExport {
                 w.closeObject()
             }
             w.closeArray()
+        }
+
+        /// The compact layout of `write` in one pass (the same bytes: ExportTests hold them).
+        private func writeCompact(into w: inout JSONBytes) {
+            w.rawValueStart()
+            writeCompactBody(into: &w)
+        }
+
+        /// The array itself, inside a value the caller has started.
+        func writeCompactBody(into w: inout JSONBytes) {
+            w.literal("[")
+            for (i, p) in pairs.enumerated() {
+                if i > 0 { w.literal(",") }
+                w.literal("{\"key\":")
+                w.rawString(p.key)
+                w.literal(",\"value\":")
+                switch p.value {
+                case .string(let s):
+                    w.literal("{\"stringValue\":")
+                    w.rawString(s)
+                    w.literal("}")
+                case .int(let n):
+                    w.literal("{\"intValue\":\"")
+                    w.rawInt(n)
+                    w.literal("\"}")
+                case .double:
+                    w.rawBytes(p.value.json.renderedBytes())
+                case .strings(let l):
+                    w.literal("{\"arrayValue\":{\"values\":[")
+                    for (j, x) in l.enumerated() {
+                        if j > 0 { w.literal(",") }
+                        w.literal("{\"stringValue\":")
+                        w.rawString(x)
+                        w.literal("}")
+                    }
+                    w.literal("]}}")
+                }
+                w.literal("}")
+            }
+            w.literal("]")
         }
     }
 
@@ -363,21 +427,28 @@ public enum OTLPExport {
         package var span: UInt64
 
         package init(image: ProcessLog, identity: String) {
-            let base = "\(image.pid)/\(image.startTs)/\(identity)"
-            traceHigh = SpanIDs.fnv1a(base, seed: 1)
-            traceLow = SpanIDs.fnv1a(base, seed: 2)
-            span = SpanIDs.fnv1a(base, seed: 3)
+            var base = "\(image.pid)/\(image.startTs)/\(identity)"
+            // FNV-1a of base with seeds 1, 2 and 3, the three in one pass over the bytes.
+            var h1 = SpanIDs.basis(1), h2 = SpanIDs.basis(2), h3 = SpanIDs.basis(3)
+            base.withUTF8 { u in
+                for byte in u {
+                    let b = UInt64(byte)
+                    h1 = (h1 ^ b) &* 0x0000_0100_0000_01b3
+                    h2 = (h2 ^ b) &* 0x0000_0100_0000_01b3
+                    h3 = (h3 ^ b) &* 0x0000_0100_0000_01b3
+                }
+            }
+            traceHigh = SpanIDs.finish(h1)
+            traceLow = SpanIDs.finish(h2)
+            span = SpanIDs.finish(h3)
         }
 
-        package var traceId: String { SpanIDs.hex(traceHigh) + SpanIDs.hex(traceLow) }
-        package var spanId: String { SpanIDs.hex(span) }
+        @inline(__always) static func basis(_ seed: UInt8) -> UInt64 {
+            (0xcbf2_9ce4_8422_2325 ^ UInt64(seed)) &* 0x0000_0100_0000_01b3
+        }
 
-        static func fnv1a(_ s: String, seed: UInt8) -> UInt64 {
-            var h: UInt64 = (0xcbf2_9ce4_8422_2325 ^ UInt64(seed)) &* 0x0000_0100_0000_01b3
-            for byte in s.utf8 {
-                h ^= UInt64(byte)
-                h = h &* 0x0000_0100_0000_01b3
-            }
+        @inline(__always) static func finish(_ hash: UInt64) -> UInt64 {
+            var h = hash
             h ^= h >> 33
             h = h &* 0xff51_afd7_ed55_8ccd
             h ^= h >> 33
@@ -385,6 +456,9 @@ public enum OTLPExport {
             h ^= h >> 33
             return h == 0 ? 1 : h
         }
+
+        package var traceId: String { SpanIDs.hex(traceHigh) + SpanIDs.hex(traceLow) }
+        package var spanId: String { SpanIDs.hex(span) }
 
         static func hex(_ v: UInt64) -> String {
             let s = String(v, radix: 16)

@@ -92,9 +92,9 @@ final class OTLPStream: ExportConsumer {
             if openResource != nil { batch.literal("]}]}") } else { batch.literal("{\"resourceSpans\":[") }
             if inBatch > 0 { batch.literal(",") }
             batch.literal("{\"resource\":")
-            batch.literal(resource(image, context))
+            batch.literal(dynamic: resource(image, context))
             batch.literal(",\"scopeSpans\":[{\"scope\":")
-            batch.literal(scope(context))
+            batch.literal(dynamic: scope(context))
             batch.literal(",\"spans\":[")
             openResource = image
         } else {
