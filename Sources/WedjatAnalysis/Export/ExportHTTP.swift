@@ -62,9 +62,9 @@ extension HTTPRecord {
     /// else the one ALPN negotiated; nil when neither was logged.
     func protocolVersion(connection: ConnectionRecord?) -> String? {
         if isHTTP2 { return "2" }
-        let logged = [version, finalResponseVersion].compactMap { $0 }
-        if logged.contains("HTTP/1.0") { return "1.0" }
-        if logged.contains("HTTP/1.1") { return "1.1" }
+        // (Compared one by one: no array per exchange.)
+        if version == "HTTP/1.0" || finalResponseVersion == "HTTP/1.0" { return "1.0" }
+        if version == "HTTP/1.1" || finalResponseVersion == "HTTP/1.1" { return "1.1" }
         return connection?.negotiatedHTTPVersion
     }
 }
