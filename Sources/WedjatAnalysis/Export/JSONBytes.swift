@@ -132,19 +132,6 @@ struct JSONBytes {
         writeInt(Int64(frac))
     }
 
-    /// 64-bit words as one string of 16 lowercase hex digits each (OTLP's trace and span ids).
-    mutating func hex(_ words: UInt64...) {
-        valueStart()
-        let digits: StaticString = "0123456789abcdef"
-        bytes.append(UInt8(ascii: "\""))
-        for w in words {
-            for shift in stride(from: 60, through: 0, by: -4) {
-                bytes.append(digits.utf8Start[Int((w >> UInt64(shift)) & 0xF)])
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
     /// A string from part of another (a header's name after its prefix): no new String.
     mutating func string(_ s: Substring) {
         valueStart()
@@ -171,7 +158,7 @@ struct JSONBytes {
     mutating func rawString(_ s: String) { writeString(s) }
     mutating func rawInt(_ v: Int64) { writeInt(v) }
     mutating func rawBytes(_ b: [UInt8]) { bytes.append(contentsOf: b) }
-    /// `hex`'s quoted digits, without the value's separator.
+    /// 64-bit words as one string of 16 lowercase hex digits each (OTLP's trace and span ids).
     mutating func rawHex(_ words: UInt64...) {
         let digits: StaticString = "0123456789abcdef"
         bytes.append(UInt8(ascii: "\""))

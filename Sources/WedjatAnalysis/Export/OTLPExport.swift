@@ -169,37 +169,23 @@ public enum OTLPExport {
         /// `error.type` when the span failed: status ERROR with it as the message.
         package var error: String?
 
-        /// The same as `json`, written straight into bytes (the export's hot path).
+        /// The same as `json`, written straight into bytes in the compact layout (the export's
+        /// hot path, in one pass; ExportTests: testGoldenOTLP and the attributes test).
         func write(into w: inout JSONBytes) {
-            if w.isCompact {
-                // The layout below in one pass (ExportTests: testGoldenOTLP, the attributes test).
-                w.rawValueStart()
-                w.literal("{\"traceId\":"); w.rawHex(ids.traceHigh, ids.traceLow)
-                w.literal(",\"spanId\":"); w.rawHex(ids.span)
-                w.literal(",\"name\":"); w.rawString(name)
-                w.literal(",\"kind\":"); w.rawInt(kind.rawValue)
-                w.literal(",\"startTimeUnixNano\":\""); w.rawInt(startUs * 1000)
-                w.literal("\",\"endTimeUnixNano\":\""); w.rawInt(endUs * 1000)
-                w.literal("\",\"attributes\":"); attributes.writeCompactBody(into: &w)
-                if let error {
-                    w.literal(",\"status\":{\"message\":"); w.rawString(error)
-                    w.literal(",\"code\":"); w.rawInt(statusError); w.literal("}")
-                }
-                w.literal("}")
-                return
-            }
-            w.openObject()
-            w.key("traceId"); w.hex(ids.traceHigh, ids.traceLow)
-            w.key("spanId"); w.hex(ids.span)
-            w.key("name"); w.string(name)
-            w.key("kind"); w.int(kind.rawValue)
-            w.key("startTimeUnixNano"); w.intString(startUs * 1000)
-            w.key("endTimeUnixNano"); w.intString(endUs * 1000)
-            w.key("attributes"); attributes.write(into: &w)
+            precondition(w.isCompact, "spans are written compact")
+            w.rawValueStart()
+            w.literal("{\"traceId\":"); w.rawHex(ids.traceHigh, ids.traceLow)
+            w.literal(",\"spanId\":"); w.rawHex(ids.span)
+            w.literal(",\"name\":"); w.rawString(name)
+            w.literal(",\"kind\":"); w.rawInt(kind.rawValue)
+            w.literal(",\"startTimeUnixNano\":\""); w.rawInt(startUs * 1000)
+            w.literal("\",\"endTimeUnixNano\":\""); w.rawInt(endUs * 1000)
+            w.literal("\",\"attributes\":"); attributes.writeBody(into: &w)
             if let error {
-                w.key("status"); w.object { $0.key("message"); $0.string(error); $0.key("code"); $0.int(statusError) }
+                w.literal(",\"status\":{\"message\":"); w.rawString(error)
+                w.literal(",\"code\":"); w.rawInt(statusError); w.literal("}")
             }
-            w.closeObject()
+            w.literal("}")
         }
 
         package var json: ExportJSON {
@@ -281,40 +267,15 @@ public enum OTLPExport {
 
         package var json: ExportJSON { .array(pairs.map { .object([("key", .string($0.key)), ("value", $0.value.json)]) }) }
 
-        /// The same as `json`, written straight into bytes.
+        /// The same as `json`, written straight into bytes in the compact layout, in one pass.
         func write(into w: inout JSONBytes) {
-            if w.isCompact {
-                writeCompact(into: &w)
-                return
-            }
-            w.openArray()
-            for p in pairs {
-                w.openObject()
-                w.key("key"); w.string(p.key)
-                w.key("value")
-                switch p.value {
-                case .string(let s): w.object { $0.key("stringValue"); $0.string(s) }
-                case .int(let n): w.object { $0.key("intValue"); $0.intString(n) }
-                case .double: w.raw(p.value.json.renderedBytes())
-                case .strings(let l):
-                    w.object { o in
-                        o.key("arrayValue")
-                        o.object { a in a.key("values"); a.array { for x in l { $0.object { $0.key("stringValue"); $0.string(x) } } } }
-                    }
-                }
-                w.closeObject()
-            }
-            w.closeArray()
-        }
-
-        /// The compact layout of `write` in one pass (the same bytes: ExportTests hold them).
-        private func writeCompact(into w: inout JSONBytes) {
+            precondition(w.isCompact, "attributes are written compact")
             w.rawValueStart()
-            writeCompactBody(into: &w)
+            writeBody(into: &w)
         }
 
         /// The array itself, inside a value the caller has started.
-        func writeCompactBody(into w: inout JSONBytes) {
+        func writeBody(into w: inout JSONBytes) {
             w.literal("[")
             for (i, p) in pairs.enumerated() {
                 if i > 0 { w.literal(",") }
