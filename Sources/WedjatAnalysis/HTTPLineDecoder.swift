@@ -44,6 +44,21 @@ enum HTTPLineDecoder {
             }
         }
 
+        /// After an object's member: true past a `,` (another member follows), false past the
+        /// closing `}`, nil for anything else.
+        @inline(__always) mutating func nextMember() -> Bool? {
+            skipSpace()
+            guard i < n else { return nil }
+            if p[i] == UInt8(ascii: ",") {
+                i += 1
+                skipSpace()
+                return true
+            }
+            guard p[i] == UInt8(ascii: "}") else { return nil }
+            i += 1
+            return false
+        }
+
         /// A string of printable ASCII without escapes, the opening quote at `i`: its bytes' range.
         @inline(__always) mutating func plainString() -> Range<Int>? {
             guard i < n, p[i] == UInt8(ascii: "\"") else { return nil }
@@ -162,15 +177,8 @@ enum HTTPLineDecoder {
                 skipSpace()
                 guard let v = plainString() else { return nil }
                 if keep { out[text(k)] = text(v) }
-                skipSpace()
-                guard i < n else { return nil }
-                if p[i] == UInt8(ascii: ",") {
-                    i += 1
-                    skipSpace()
-                    continue
-                }
-                guard p[i] == UInt8(ascii: "}") else { return nil }
-                i += 1
+                guard let more = nextMember() else { return nil }
+                if more { continue }
                 return .some(out)
             }
         }
@@ -260,15 +268,8 @@ enum HTTPLineDecoder {
                 case .upgraded: guard let v = optionalBool() else { return nil }; upgraded = v
                 case .headers: guard let v = headers(keep: keepHeaders) else { return nil }; headerMap = v
                 }
-                skipSpace()
-                guard i < n else { return nil }
-                if p[i] == UInt8(ascii: ",") {
-                    i += 1
-                    skipSpace()
-                    continue
-                }
-                guard p[i] == UInt8(ascii: "}") else { return nil }
-                i += 1
+                guard let more = nextMember() else { return nil }
+                if more { continue }
                 break
             }
             skipSpace()

@@ -88,18 +88,7 @@ final class ExportTests: XCTestCase {
             body += #"{"type":"connection","ts":\#(start + 600),"pid":1,"conn_id":\#(i),"role":"client","peer":"10.0.0.1:80","open_ts":\#(start - 100),"close_ts":\#(start + 600),"connect_us":50}"# + "\n"
         }
         try dir.write("c.1.1000.ndjson", body + Line.end(pid: 1, ts: 2_000_000))
-        func har(runLength: Int) throws -> String {
-            let context = ExportContext()
-            let stream = HARStream(text: ExportText(), runLength: runLength)
-            var reader = LogReader()
-            try reader.read(paths: [dir.path]) { file, _, record in
-                _ = context.enter(file)
-                context.note(record)
-                stream.add(record, context: context)
-            }
-            stream.endImage(0, context: context)
-            return stream.finish(context: context).text
-        }
+        func har(runLength: Int) throws -> String { try Self.harStream(of: dir.path, runLength: runLength) }
         let whole = try har(runLength: 100_000)
         for runLength in [1, 7, 128, 333] { XCTAssertEqual(try har(runLength: runLength), whole, "runs of \(runLength)") }
         let entries = try XCTUnwrap((try json(whole)["log"] as? [String: Any])?["entries"] as? [[String: Any]])
@@ -113,6 +102,20 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(((entries[0]["response"] as? [String: Any])?["content"] as? [String: Any])?["mimeType"] as? String, "text/plain")
     }
 
+    /// The HAR of the logs in `path`, through HARStream with sorted runs of `runLength` entries.
+    static func harStream(of path: String, runLength: Int) throws -> String {
+        let context = ExportContext()
+        let stream = HARStream(text: ExportText(), runLength: runLength)
+        var reader = LogReader()
+        try reader.read(paths: [path]) { file, _, record in
+            _ = context.enter(file)
+            context.note(record)
+            stream.add(record, context: context)
+        }
+        stream.endImage(0, context: context)
+        return stream.finish(context: context).text
+    }
+
     func testHARSortsThroughSpilledRuns() throws {
         let dir = try TempDir()
         defer { dir.remove() }
@@ -124,18 +127,7 @@ final class ExportTests: XCTestCase {
             body += #"{"type":"connection","ts":\#(start + 600),"pid":1,"conn_id":\#(i),"role":"client","peer":"10.0.0.1:80","open_ts":\#(start - 100),"close_ts":\#(start + 600),"connect_us":50}"# + "\n"
         }
         try dir.write("c.1.1000.ndjson", body + Line.end(pid: 1, ts: 90_000))
-        func har(runLength: Int) throws -> String {
-            let context = ExportContext()
-            let stream = HARStream(text: ExportText(), runLength: runLength)
-            var reader = LogReader()
-            try reader.read(paths: [dir.path]) { file, _, record in
-                _ = context.enter(file)
-                context.note(record)
-                stream.add(record, context: context)
-            }
-            stream.endImage(0, context: context)
-            return stream.finish(context: context).text
-        }
+        func har(runLength: Int) throws -> String { try Self.harStream(of: dir.path, runLength: runLength) }
         let spilled = try har(runLength: 4), whole = try har(runLength: 1000)
         XCTAssertEqual(spilled, whole)
         let entries = try XCTUnwrap((try json(whole)["log"] as? [String: Any])?["entries"] as? [[String: Any]])
