@@ -361,7 +361,7 @@ static void end_one(wj_conn *c, uint32_t slot, uint64_t conn_id, int stream, uin
     if (!f || !atomic_compare_exchange_strong(&f->conn_id, &expected, 0)) return;
     uint8_t h2 = atomic_load_explicit(&f->h2, memory_order_relaxed);
     if (h2 == WJ_H2_YES || h2 == WJ_H2_PROVISIONAL) return;   // the aggregator ends HTTP/2
-    sink_ctx s = {c, f, conn_id, slot, stream, now};
+    sink_ctx s = {.c = c, .f = f, .conn_id = conn_id, .slot = slot, .stream = stream, .now = now};
     wj_h1_sink sk;
     make_sink(&sk, &s);
     wj_h1_finish(&f->h, &sk, now, handed_off ? WJ_H1_ERR_HANDED_OFF : WJ_H1_ERR_INCOMPLETE);
