@@ -39,7 +39,7 @@ final class JSONDocument {
     init() {
         capacity = 4096
         storage = .allocate(capacity: capacity)
-        nodes = NodeBuffer()
+        nodes = NodeBuffer(capacity: 256)
     }
 
     deinit {
@@ -275,30 +275,7 @@ final class JSONDocument {
 }
 
 /// The document's nodes: a growable buffer written by the parser.
-struct NodeBuffer {
-    var base: UnsafeMutablePointer<JSONDocument.Node>
-    var count = 0
-    var capacity: Int
-
-    init() {
-        capacity = 256
-        base = .allocate(capacity: capacity)
-    }
-
-    /// The index of the new node.
-    @inline(__always) mutating func append(_ node: JSONDocument.Node) -> Int {
-        if count == capacity {
-            let bigger = UnsafeMutablePointer<JSONDocument.Node>.allocate(capacity: capacity * 2)
-            bigger.moveInitialize(from: base, count: count)
-            base.deallocate()
-            base = bigger
-            capacity *= 2
-        }
-        (base + count).initialize(to: node)
-        count += 1
-        return count - 1
-    }
-}
+typealias NodeBuffer = GrowingBuffer<JSONDocument.Node>
 
 /// Recursive descent over validated bytes; every node is appended in document order.
 private struct Parser {

@@ -26,26 +26,7 @@ extension LogReader {
 
     /// A block's decoded lines, in order, taken out one by one by the applying thread (moved, not
     /// copied: a copy of a record retains each of its strings, and the array's release again).
-    private struct Results {
-        var base: UnsafeMutablePointer<LineResult>
-        var count = 0
-        var capacity: Int
-        init(capacity: Int) {
-            self.capacity = Swift.max(16, capacity)
-            base = .allocate(capacity: self.capacity)
-        }
-        mutating func append(_ r: LineResult) {
-            if count == capacity {
-                let bigger = UnsafeMutablePointer<LineResult>.allocate(capacity: capacity * 2)
-                bigger.moveInitialize(from: base, count: count)
-                base.deallocate()
-                base = bigger
-                capacity *= 2
-            }
-            (base + count).initialize(to: r)
-            count += 1
-        }
-    }
+    private typealias Results = GrowingBuffer<LineResult>
 
     /// One block's outcome, filled by a decoding thread.
     private final class Job: @unchecked Sendable {
@@ -108,7 +89,7 @@ extension LogReader {
             let capacity = expectedLines
             queue.async {
                 let document = pool.take()
-                var out = Results(capacity: capacity)
+                var out = Results(capacity: Swift.max(16, capacity))
                 let all = UnsafeRawPointer(buffer.base)
                 var start = 0
                 while true {
