@@ -285,6 +285,9 @@ wj_conn *wj_conn_new(int fd, int transport, int family, int role, uint64_t t_ope
     WJ_STORE(c->busy[WJ_IN], 0);
     WJ_STORE(c->busy[WJ_OUT], 0);
     WJ_STORE(c->end_pending, 0);
+    WJ_STORE(c->nonblock, 0);
+    WJ_STORE(c->direct, WJ_DIRECT_NONE);
+    WJ_STORE(c->open_epoch, atomic_load(&wj_direct_epoch) & ~WJ_DIRECT_OFF);
     memset(c->alpn, 0, sizeof c->alpn);
     atomic_store_explicit(&c->conn_id, wj_next_conn_id(), memory_order_release);
     set_fd_ref(fd, wj_ref_make(c));
@@ -330,6 +333,12 @@ void wj_fds_each(int (*fn)(int fd, wj_conn *c, void *ctx), void *ctx) {
             if (ref && fn((int)((k << WJ_FD_CHUNK_BITS) | i), wj_ref_conn(ref), ctx)) return;
         }
     }
+}
+
+void wj_conn_note_nonblock(wj_conn *c, int nonblock) {
+    WJ_STORE(c->nonblock, (uint8_t)(nonblock != 0));
+    uint32_t e = atomic_load(&wj_direct_epoch);
+    WJ_STORE(c->direct, nonblock && !(e & WJ_DIRECT_OFF) && WJ_LOAD(c->open_epoch) == e ? e : WJ_DIRECT_NONE);
 }
 
 void wj_conns_fork_parent(void) { atomic_fetch_add(&wj_forks, 1); }

@@ -4,6 +4,7 @@
 #ifndef WEDJAT_CONNS_H
 #define WEDJAT_CONNS_H
 #include "base.h"
+#include "context.h"
 #include "wedjat_common.h"
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -40,6 +41,10 @@ typedef struct wj_conn {
     // under a stale call may leave -1). In the hot path's cache line, beside conn_id and watch.
     _Atomic uint32_t end_pending; // its last fd was closed while busy: the last call to return ends it
     _Atomic int32_t busy[2];
+    // wj_direct_epoch while its calls go straight to the kernel (io.c), else WJ_DIRECT_NONE or
+    // an older epoch.
+    _Atomic uint32_t direct;
+    _Atomic uint32_t open_epoch;  // wj_direct_epoch when it opened (without the off bit)
     _Atomic uint64_t base_in, base_out;  // a child's inherited connection: the offsets it took over
     _Atomic uint8_t err_phase;
     _Atomic uint16_t tls_version;
@@ -52,7 +57,7 @@ typedef struct wj_conn {
     _Atomic uint64_t t_tls_start, t_tls_end;
     _Atomic uint64_t dns_query[2];  // UDP to port 53: (id << 48) | send time in us (low 48 bits)
     _Atomic uint8_t dns53;          // a UDP socket whose peer is port 53
-    _Atomic uint8_t nonblock;       // known O_NONBLOCK (connect, fcntl F_SETFL): reads cannot block
+    _Atomic uint8_t nonblock;       // known O_NONBLOCK (wj_conn_note_nonblock): reads cannot block
     char alpn[WJ_ALPN_MAX];      // written once by the thread finishing the handshake
     _Atomic uint64_t t_end_asked; // when the end was asked for (the sweep of ends overdue)
     _Atomic int32_t end_fd;       // the fd whose close asked for the end
@@ -100,6 +105,15 @@ static inline uint64_t wj_fd_ref(int fd) {
     if (WJ_LIKELY(chunk == 0)) return 0;
     return atomic_load_explicit(&chunk[(unsigned)fd & (WJ_FD_CHUNK - 1)], memory_order_acquire);
 }
+
+// Whether c's calls may go straight to the kernel (context.h: direct system calls).
+static inline int wj_conn_direct(const wj_conn *c) {
+    return WJ_LOAD(((wj_conn *)c)->direct) == atomic_load_explicit(&wj_direct_epoch, memory_order_relaxed);
+}
+// What a call just set (socket or accept4 with SOCK_NONBLOCK, fcntl F_SETFL, ioctl FIONBIO) or
+// found (connect) of c's O_NONBLOCK. Direct calls only for a socket opened in this epoch: one
+// opened before the last fork, vfork or clone may be another process's too.
+WJ_HIDDEN void wj_conn_note_nonblock(wj_conn *c, int nonblock);
 
 // The connection fd refers to, 0 if none (the hot path's one check).
 static inline wj_conn *wj_fd_conn(int fd) { return wj_ref_conn(wj_fd_ref(fd)); }

@@ -9,6 +9,7 @@
 __thread wj_thread wj_self __attribute__((tls_model("initial-exec")));
 _Atomic int wj_run_state;
 int wj_context_pid;
+_Atomic uint32_t wj_direct_epoch;
 
 // The top handler frame is over when the stack pointer is back above it (its handler was left
 // by a longjmp), or off the alternate stack it ran on. A push it interrupted was abandoned:
@@ -45,6 +46,7 @@ int wj_gate_slow(int run, int ending) {
         // After vfork the child shares our memory and this thread's TLS: tell them apart by pid.
         if ((int)syscall(SYS_getpid) != wj_context_pid) return WJ_GATE_PASS;
         t->flags &= ~(uint32_t)WJ_T_VFORK;
+        wj_direct_new_epoch();  // the child (now exec'd, or gone) may hold our sockets
     }
     uintptr_t sp = wj_stack_pointer();
     if (t->flags & WJ_T_HANDLER) drop_over_frames(t, sp);
@@ -112,5 +114,6 @@ void wj_handler_leave(void) {
 
 void wj_context_forked(int pid) {
     wj_context_pid = pid;
+    wj_direct_new_epoch();  // the parent holds the same sockets
     wj_self.flags &= ~(uint32_t)WJ_T_VFORK;
 }

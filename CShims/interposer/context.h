@@ -57,6 +57,24 @@ enum { WJ_RUN_LOADED = 0, WJ_RUN_RECORDING = 1, WJ_RUN_OFF = 2 };
 WJ_HIDDEN extern _Atomic int wj_run_state;
 WJ_HIDDEN extern int wj_context_pid;   // this process's pid (a vfork child has another)
 
+// Direct system calls (io.c): once a second thread exists (wedjat's own), glibc's send,
+// recv, read, write and their variants take their cancellable path, about 48 instructions a
+// call, only so that pthread_cancel can act inside the call. A call that cannot block (its
+// socket known O_NONBLOCK) in a process that never called pthread_cancel needs none of it.
+// What is known about a socket's O_NONBLOCK holds for one epoch: the epoch moves whenever
+// another process may have come to share this one's sockets (fork, vfork, clone), as that
+// process could change it. The first pthread_cancel turns direct calls off for good.
+#define WJ_DIRECT_OFF 0x80000000u
+#define WJ_DIRECT_NONE 0xffffffffu   // a socket's mark when its calls go through libc
+WJ_HIDDEN extern _Atomic uint32_t wj_direct_epoch;
+static inline void wj_direct_new_epoch(void) {
+    uint32_t e = atomic_load(&wj_direct_epoch);
+    // Never 0x7fffffff: with the off bit that would be WJ_DIRECT_NONE.
+    while (!(e & WJ_DIRECT_OFF) && !atomic_compare_exchange_weak(&wj_direct_epoch, &e, (e + 1) % 0x7fffffffu)) {
+    }
+}
+static inline void wj_direct_off(void) { atomic_fetch_or(&wj_direct_epoch, WJ_DIRECT_OFF); }
+
 enum { WJ_GATE_PASS = 0, WJ_GATE_RUN = 1, WJ_GATE_INIT = 2 };
 WJ_HIDDEN int wj_gate_slow(int run, int ending);
 

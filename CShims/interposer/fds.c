@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "sys_raw.h"
@@ -69,10 +70,11 @@ int wj_hook_dup3(int oldfd, int newfd, int flags) {
     return wj_duplicated(oldfd, WJ_REAL(dup3)(oldfd, newfd, flags));
 }
 
-// Reads on a socket known to be non-blocking are not timed for blocked stalls.
+// Reads on a socket known to be non-blocking are not timed for blocked stalls, and its calls
+// go straight to the kernel (io.c).
 static void note_nonblock(int fd, long flags) {
     wj_conn *c = wj_fd_conn(fd);
-    if (c) WJ_STORE(c->nonblock, (uint8_t)((flags & O_NONBLOCK) != 0));
+    if (c) wj_conn_note_nonblock(c, (flags & O_NONBLOCK) != 0);
 }
 
 // After fcntl(fd, cmd, arg) returned r.
@@ -80,6 +82,26 @@ int wj_fcntl_done(int fd, int cmd, long arg, int r) {
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return wj_duplicated(fd, r);
     if (cmd == F_SETFL && r == 0) note_nonblock(fd, arg);
     return r;
+}
+
+// After ioctl(fd, request, arg) returned r: FIONBIO sets or clears O_NONBLOCK (CPython's
+// setblocking and settimeout use it).
+int wj_ioctl_done(int fd, unsigned long request, void *arg, int r) {
+    if (request == FIONBIO && r == 0 && arg) {
+        int err = errno;
+        note_nonblock(fd, *(const int *)arg ? O_NONBLOCK : 0);
+        errno = err;
+    }
+    return r;
+}
+
+WJ_EXPORT int ioctl(int fd, unsigned long request, ...) {
+    va_list ap;
+    va_start(ap, request);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    if (WJ_UNLIKELY(wj_gate() != WJ_GATE_RUN)) return WJ_REAL(ioctl)(fd, request, arg);
+    return wj_ioctl_done(fd, request, arg, WJ_REAL(ioctl)(fd, request, arg));
 }
 
 // fcntl's third argument is an int or a pointer, passed in the same register either way.

@@ -9,5 +9,6 @@ WJ_HIDDEN void wj_closed(wj_event *ev);           // after it: push that event (
 WJ_HIDDEN void wj_replacing(int oldfd, int newfd);
 WJ_HIDDEN int wj_duplicated(int oldfd, int newfd);
 WJ_HIDDEN int wj_fcntl_done(int fd, int cmd, long arg, int r);
+WJ_HIDDEN int wj_ioctl_done(int fd, unsigned long request, void *arg, int r);
 WJ_HIDDEN void wj_close_range_done(unsigned lo, unsigned hi, int flags, int r);
 #endif

@@ -11,6 +11,7 @@
 #include "stalls.h"
 #include "tls.h"
 #include <errno.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include "sys_raw.h"
@@ -33,11 +34,18 @@ static __attribute__((noinline)) void io_watch(wj_conn *c, int fd, int dir, uint
     if ((w & WJ_WATCH_FRAME_RAW) && !WJ_LOAD(c->tls)) wj_framing_feed(c, WJ_STREAM_RAW, dir, buf, iov, iovcnt, start, n, now);
 }
 
+// wj_now_ns in line: the clock read of every counted call.
+static inline uint64_t io_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 // Counting a call that moved n bytes on connection c: one atomic add, one clock read, one
 // store, one test of the watch word.
 static inline void io_count(wj_conn *c, int fd, int dir, uint64_t n, const void *buf, const struct iovec *iov, int iovcnt) {
     uint64_t start = atomic_fetch_add_explicit(dir == WJ_IN ? &c->bytes_in : &c->bytes_out, n, memory_order_relaxed);
-    uint64_t now = wj_now_ns();
+    uint64_t now = io_now_ns();
     WJ_STORE(c->t_last_io, now);
     if (WJ_UNLIKELY(start == 0 || (WJ_LOAD(c->watch) & WJ_WATCH_IO))) io_watch(c, fd, dir, start, n, now, buf, iov, iovcnt);
 }
@@ -93,6 +101,48 @@ __attribute__((noinline, cold)) long wj_unwind_io(int is_write, const void *p, s
 }
 #define WJ_UNPAREN_(...) __VA_ARGS__
 
+// Direct system calls (context.h): the kernel's call for each I/O hook, -1 for those that stay
+// with libc (the fortified _chk variants check their buffer first; sendfile is no
+// cancellation point, so libc's wrapper costs nothing). recv and send are recvfrom and
+// sendto without an address, as glibc makes them: arguments past a call's own are zeros.
+#if defined(__x86_64__)
+enum {
+    direct_nr_read = SYS_read, direct_nr_readv = SYS_readv, direct_nr_recv = SYS_recvfrom,
+    direct_nr_recvfrom = SYS_recvfrom, direct_nr_recvmsg = SYS_recvmsg, direct_nr_write = SYS_write,
+    direct_nr_writev = SYS_writev, direct_nr_send = SYS_sendto, direct_nr_sendto = SYS_sendto,
+    direct_nr_sendmsg = SYS_sendmsg,
+    direct_nr___read_chk = -1, direct_nr___recv_chk = -1, direct_nr___recvfrom_chk = -1,
+    direct_nr_sendfile = -1, direct_nr_sendfile64 = -1,
+};
+
+static inline __attribute__((always_inline)) long direct_call(long nr, long a, long b, long c, long d, long e, long f) {
+    register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+    if (WJ_UNLIKELY((unsigned long)r > -4096UL)) {
+        errno = (int)-r;
+        return -1;
+    }
+    return r;
+}
+#define DIRECT_PAD_(nr, a, b, c, d, e, f, ...) direct_call(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+#define DIRECT_CALL_(nr, ...) DIRECT_PAD_(nr, __VA_ARGS__, 0, 0, 0, 0, 0)
+#define WJ_DIRECT_OK(name, c) (direct_nr_##name >= 0 && wj_conn_direct(c))
+#else
+#define DIRECT_CALL_(nr, ...) (-1)
+#define WJ_DIRECT_OK(name, c) 0
+#endif
+// Out of line, so that the hook's own frame stays as small as with libc's call alone.
+#define WJ_DIRECT_FN(ret, name, params, args) \
+    static __attribute__((noinline, unused)) ret io_direct_##name params { return (ret)DIRECT_CALL_(direct_nr_##name, WJ_UNPAREN_ args); }
+
+// The first cancel request, from anywhere (a handler, before initialisation): from now on
+// every cancellation point is libc's again. A call already made directly cannot block.
+WJ_EXPORT int pthread_cancel(pthread_t thread) {
+    wj_direct_off();
+    return WJ_REAL(pthread_cancel)(thread);
+}
+
 #define WJ_HOOK(ret, name, params, args)
 #define WJ_HOOK_VOID(name, params, args)
 #define WJ_HOOK_END(name, params, args)
@@ -121,6 +171,7 @@ static inline int wj_gate_clear(void) {
 // work or a signal handler, a lifecycle request, the real function not yet resolved) goes to
 // io_slow_NAME, which passes the full gate and does the same.
 #define WJ_IO_HOOK(ret, name, params, args, fdexpr, dir, counted, bufs) \
+    WJ_DIRECT_FN(ret, name, params, args)                               \
     static __attribute__((noinline)) ret io_tracked_##name(wj_conn *c_, WJ_UNPAREN_ params) { \
         wj_conn_call_begin(c_, dir);                                    \
         uint64_t id_ = WJ_LOAD(c_->conn_id), t_block_ = 0;              \
@@ -130,7 +181,7 @@ static inline int wj_gate_clear(void) {
                                (WJ_WATCH_CLIENT | WJ_WATCH_FRAME_RAW))) { \
             WJ_EXPAND(io_announce, c_, WJ_EXPAND(WJ_ANNOUNCE_ARGS, bufs)); \
         }                                                               \
-        ret r = wj_real.name args;                                      \
+        ret r = WJ_DIRECT_OK(name, c_) ? io_direct_##name args : wj_real.name args; \
         if (WJ_UNLIKELY(t_block_)) blocking_end(#name, fdexpr, t_block_, r < 0); \
         if (WJ_LIKELY(r > 0)) {                                         \
             if (WJ_LIKELY(WJ_LOAD(c_->conn_id) == id_)) {               \

@@ -94,6 +94,7 @@ static void atfork_prepare(void) {
 }
 
 static void atfork_parent(void) {
+    wj_direct_new_epoch();  // the child holds the same sockets
     if (wj_run_state != WJ_RUN_RECORDING) return;
     wj_conns_fork_parent();
     wj_agent_fork_parent();

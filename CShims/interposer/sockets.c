@@ -169,7 +169,7 @@ int wj_hook_connect(int fd, const struct sockaddr *addr, socklen_t len) {
         if (!ev.err) {
             wj_sock_name(fd, &ev.local, 0, 0);
             wj_conn *c = track(fd, &ev);  // ends a stale entry first
-            if (c) WJ_STORE(c->nonblock, (uint8_t)nonblocking);
+            if (c) wj_conn_note_nonblock(c, nonblocking);
             if (c && r != 0) {
                 atomic_fetch_add(&wj_connecting_count, 1);
                 WJ_STORE(c->connecting, 1);
@@ -204,7 +204,8 @@ void wj_socket_made(int fd, int domain, int type, int protocol) {
     uint64_t now = wj_now_ns();
     wj_open_event(&ev, fd, WJ_ROLE_UNKNOWN, WJ_TRANSPORT_UDP, now, now);
     ev.local.family = (uint16_t)domain;
-    track(fd, &ev);
+    wj_conn *c = track(fd, &ev);
+    if (c && (type & SOCK_NONBLOCK)) wj_conn_note_nonblock(c, 1);
     errno = err;
 }
 
@@ -222,6 +223,7 @@ int wj_hook_socketpair(int domain, int type, int protocol, int sv[2]) {
             ev.local.family = ev.peer.family = AF_UNIX;
             wj_conn *c = track(sv[i], &ev);
             if (c) WJ_STORE(c->http, 0);
+            if (c && (type & SOCK_NONBLOCK)) wj_conn_note_nonblock(c, 1);
         }
     }
     errno = err;
@@ -252,7 +254,7 @@ int wj_hook_listen(int fd, int backlog) {
 
 // The peer comes from getpeername, never from the app's buffer: that may be shorter than
 // the address (the kernel truncates it) or absent.
-int wj_accepted(int r) {
+int wj_accepted(int r, int flags) {
     if (r < 0) return r;
     int err = errno;
     wj_event ev;
@@ -268,6 +270,7 @@ int wj_accepted(int r) {
             if (!wj_proc.config.http) ev.flags &= ~(uint32_t)WJ_OPEN_HTTP;
             wj_conn *c = track(r, &ev);
             if (c) WJ_STORE(c->t_connected, now);
+            if (c && (flags & SOCK_NONBLOCK)) wj_conn_note_nonblock(c, 1);
         }
     }
     errno = err;
@@ -277,13 +280,13 @@ int wj_accepted(int r) {
 int wj_hook_accept(int fd, struct sockaddr *addr, socklen_t *len) {
     wj_note_ready(WJ_READY_ACCEPT);
     wj_lc_poke(0);
-    return wj_accepted(WJ_REAL(accept)(fd, addr, len));
+    return wj_accepted(WJ_REAL(accept)(fd, addr, len), 0);
 }
 
 int wj_hook_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     wj_note_ready(WJ_READY_ACCEPT4);
     wj_lc_poke(0);
-    return wj_accepted(WJ_REAL(accept4)(fd, addr, len, flags));
+    return wj_accepted(WJ_REAL(accept4)(fd, addr, len, flags), flags);
 }
 
 // How a program learns that a non-blocking connect failed: getsockopt(SO_ERROR).

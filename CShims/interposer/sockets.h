@@ -12,7 +12,7 @@ WJ_HIDDEN void wj_open_event(wj_event *ev, int fd, int role, int transport, uint
 // After socket() made fd: a UDP socket is tracked from its creation.
 WJ_HIDDEN void wj_socket_made(int fd, int domain, int type, int protocol);
 // After accept()/accept4() returned r: a new server connection. Returns r, errno kept.
-WJ_HIDDEN int wj_accepted(int r);
+WJ_HIDDEN int wj_accepted(int r, int flags);  // flags: accept4's
 // A UDP socket's first datagram tells its role.
 // A forked child's first use of a connection it inherited: its open event (the parent's
 // conn_id, the offsets it took over), so that its log goes on where the parent's left it.

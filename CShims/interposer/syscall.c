@@ -73,6 +73,8 @@ long wj_syscall_hook(long n, long a, long b, long c, long d, long e, long f) {
         return wj_duplicated((int)a, (int)REAL_SYSCALL());
     case SYS_fcntl:
         return wj_fcntl_done((int)a, (int)b, c, (int)REAL_SYSCALL());
+    case SYS_ioctl:
+        return wj_ioctl_done((int)a, (unsigned long)b, (void *)c, (int)REAL_SYSCALL());
     case SYS_socket:
         r = REAL_SYSCALL();
         wj_socket_made((int)r, (int)a, (int)b, (int)c);
@@ -81,10 +83,10 @@ long wj_syscall_hook(long n, long a, long b, long c, long d, long e, long f) {
         return wj_hook_connect((int)a, (const struct sockaddr *)b, (socklen_t)c);
     case SYS_accept:
         wj_note_ready(WJ_READY_ACCEPT);
-        return wj_accepted((int)REAL_SYSCALL());
+        return wj_accepted((int)REAL_SYSCALL(), 0);
     case SYS_accept4:
         wj_note_ready(WJ_READY_ACCEPT4);
-        return wj_accepted((int)REAL_SYSCALL());
+        return wj_accepted((int)REAL_SYSCALL(), (int)d);
     case SYS_exit_group:
         wj_lc_end(WJ_END__EXIT, (int)a, 1, 0, 0);
         return REAL_SYSCALL();

@@ -8,6 +8,7 @@ int main(void) {
     test_ring();
     test_h1_stash();
     test_close_in_flight();
+    test_direct();
     printf("cunit: %d checks, %d failed\n", cunit_checks, cunit_failures);
     return cunit_failures != 0;
 }

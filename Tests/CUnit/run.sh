@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # C unit tests of the interposer's pure parts: the lifecycle's transition function, argv
-# redaction, the ring's abandon/discard, the HTTP/1 framer's stash across two threads, a connection closed during a call. Built with AddressSanitizer and UBSan.
+# redaction, the ring's abandon/discard, the HTTP/1 framer's stash across two threads, a connection closed during a call, which
+# sockets take direct system calls. Built with AddressSanitizer and UBSan.
 #   Tests/CUnit/run.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -9,6 +9,8 @@
 #      32-byte ring store per call) when it is there, wedjat with WEDJAT_HTTP=0 and default;
 #      and plain and the floor again with an idle second thread (floor+thread): what glibc's
 #      multi-threaded path costs any interposer that has a thread of its own, as wedjat has.
+#      The same with both ends O_NONBLOCK (unix-nonblock, tcp-nonblock), as an event loop's
+#      sockets are: wedjat calls the kernel directly there (docs/PERFORMANCE.md).
 #   2. Per HTTP request: nginx (one process, master_process off) serving a 606-byte file to
 #      h2load --h1 -c 8 (keep-alive), 3,000 and 13,000 requests: plain, WEDJAT_HTTP=0, default,
 #      and counted (WEDJAT_HTTP_RECORDS=0: every exchange only counted in http_summary, as
@@ -100,18 +102,21 @@ echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); cachegrind $(val
 # ---------------------------------------------------------------- 1. socket calls
 if [ -z "$only" ] || [ "$only" = sock ]; then
     units=400000   # (300,000 - 100,000) pairs x 2 calls
-    for kind in unix tcp; do
+    for kind in unix tcp unix-nonblock tcp-nonblock; do
         for cfg in plain floor floor+thread http0 default; do
             envs=() extra=()
+            case $kind in *-nonblock) extra=(nonblock) ;; esac
             case $cfg in
                 plain) ;;
                 floor) [ -n "$floor" ] || continue; envs=(LD_PRELOAD="$floor") ;;
-                floor+thread) [ -n "$floor" ] || continue; envs=(LD_PRELOAD="$floor"); extra=(thread) ;;
+                floor+thread) [ -n "$floor" ] || continue; envs=(LD_PRELOAD="$floor"); extra+=(thread) ;;
                 http0) envs=(WEDJAT_DIR="$work/logs" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
                 default) envs=(WEDJAT_DIR="$work/logs" LD_PRELOAD="$lib") ;;
             esac
-            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 100000 "${extra[@]}" > "$work/$kind.$cfg.small"
-            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "$kind" 300000 "${extra[@]}" > "$work/$kind.$cfg.big"
+            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "${kind%-nonblock}" 100000 "${extra[@]}" > "$work/$kind.$cfg.small"
+            grep -h "retries" "$work/cg.err" >&2 || true
+            counts "$work/cg" env "${envs[@]}" "$work/sockloop" "${kind%-nonblock}" 300000 "${extra[@]}" > "$work/$kind.$cfg.big"
+            grep -h "retries" "$work/cg.err" >&2 || true
         done
         report "socket calls, $kind (1-byte send+recv, not HTTP):" call "$kind.plain" "$kind.floor" "$kind.floor+thread" "$kind.http0" "$kind.default"
         if [ -n "$floor" ]; then

@@ -1,12 +1,16 @@
 // Per-call cost of the socket hooks, for instruction counting (scripts/bench/http_instructions.sh):
 // N 1-byte send()+recv() pairs over a stream that is not HTTP (its first byte is not a letter).
-//   sockloop unix N [thread]   an AF_UNIX socketpair
-//   sockloop tcp N [thread]    a loopback TCP connection (connect + accept: a client and a server end)
+//   sockloop unix N [thread] [nonblock]   an AF_UNIX socketpair
+//   sockloop tcp N [thread] [nonblock]    a loopback TCP connection (connect + accept: a client and a server end)
 // With "thread", an idle second thread exists first: glibc's cancellable calls (send, recv)
-// then take their multi-threaded path, as in any process with an agent thread.
+// then take their multi-threaded path, as in any process with an agent thread. With
+// "nonblock", both ends are O_NONBLOCK (fcntl), as an event loop's sockets are; a recv that
+// finds nothing yet is retried, and the number of retries printed on stderr.
 // No timing here: cachegrind counts the instructions; two sizes cancel start-up.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -27,13 +31,19 @@ static void die(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: sockloop unix|tcp N [thread]\n");
+    int thread = 0, nonblock = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "thread") == 0) thread = 1;
+        else if (strcmp(argv[i], "nonblock") == 0) nonblock = 1;
+        else argc = 0;
+    }
+    if (argc < 3) {
+        fprintf(stderr, "usage: sockloop unix|tcp N [thread] [nonblock]\n");
         return 2;
     }
     long n = atol(argv[2]);
     pthread_t t;
-    if (argc == 4 && pthread_create(&t, 0, idle, 0) != 0) die("pthread_create");
+    if (thread && pthread_create(&t, 0, idle, 0) != 0) die("pthread_create");
     int a, b;
     if (strcmp(argv[1], "unix") == 0) {
         int sv[2];
@@ -56,11 +66,16 @@ int main(int argc, char **argv) {
         if (b < 0) die("accept");
         close(l);
     }
+    if (nonblock && (fcntl(a, F_SETFL, O_NONBLOCK) != 0 || fcntl(b, F_SETFL, O_NONBLOCK) != 0)) die("fcntl");
     char c = 1, d;
+    long retries = 0;
     for (long i = 0; i < n; i++) {
         if (send(a, &c, 1, 0) != 1) die("send");
-        if (recv(b, &d, 1, 0) != 1) die("recv");
+        ssize_t r;
+        while ((r = recv(b, &d, 1, 0)) < 0 && errno == EAGAIN) retries++;
+        if (r != 1) die("recv");
     }
+    if (retries) fprintf(stderr, "sockloop: %ld retries\n", retries);
     close(a);
     close(b);
     _exit(0);   // the idle thread, if any, ends with the process
