@@ -28,12 +28,18 @@ void wj_closed(wj_event *ev) {
     errno = err;
 }
 
-int wj_hook_close(int fd) {
+static __attribute__((noinline)) int close_tracked(int fd) {
     wj_event ev;
     int ended = wj_closing(fd, &ev);
     int r = WJ_REAL(close)(fd);
     if (ended) wj_closed(&ev);
     return r;
+}
+
+// A file's close (nginx: one a request) is a lookup and a tail call: no event on the stack.
+int wj_hook_close(int fd) {
+    if (WJ_LIKELY(!wj_fd_ref(fd))) return WJ_REAL(close)(fd);
+    return close_tracked(fd);
 }
 
 // dup2/dup3 onto newfd closes whatever newfd was, if oldfd is valid (else nothing happens).
