@@ -62,7 +62,7 @@ def client_side(what, lines, logs, port, timer="us"):
     if len(ch) == len(lines):
         expect_eq([h["status"] for h in ch], [r["status"] for r in lines], f"{what}: statuses in order")
         check_timers(f"{what}: client exchange durations vs the client's timer",
-                     [(f"#{r['i']} {r['path']}", h["duration_us"], r[timer]) for r, h in zip(lines, ch)])
+                     [(f"#{r['i']} {r['path']}", h["duration_us"], r[timer], r.get("us_call")) for r, h in zip(lines, ch)])
 
 # a
 cl = curl_lines("cli-a.txt")
