@@ -266,9 +266,24 @@ static char *next_line(char *p) {
 // is written before its exec, never after). Spares the take a second look.
 static int hint_none;
 
+// The hint as the constructor's look (wj_exec_hint_carried) found it, for the take at the
+// image's end: the file is this process's alone (its name is the pid, written before the
+// exec), so the take only removes it instead of reading it again (four system calls less for
+// every image exec'd from a watched one). Longer hints are read again.
+WJ_COLD static char hint_seen[1024];
+WJ_COLD static char hint_seen_path[WJ_PATH_MAX + 32];
+static long hint_seen_len;
+
 // The hint file's text (NUL-terminated), removed when `take`; its length, <= 0 when none.
 static long hint_read(char *buf, size_t cap, int take) {
     if (hint_none) return -1;
+    if (hint_seen_len > 0 && take && (size_t)hint_seen_len < cap) {
+        memcpy(buf, hint_seen, (size_t)hint_seen_len + 1);
+        syscall(SYS_unlinkat, AT_FDCWD, hint_seen_path, 0);
+        long len = hint_seen_len;
+        hint_seen_len = 0;
+        return len;
+    }
     char dir[WJ_PATH_MAX], path[WJ_PATH_MAX + 32];
     long len = -1;
     for (int shm = 1; shm >= 0 && len <= 0; shm--) {
@@ -293,6 +308,12 @@ static long hint_read(char *buf, size_t cap, int take) {
         hint_path(path, sizeof path, dir, shm);
         len = wj_read_file(path, buf, cap - 1);
         if (len > 0 && take) syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+        if (len > 0 && !take && (size_t)len < sizeof hint_seen) {
+            memcpy(hint_seen, buf, (size_t)len);
+            hint_seen[len] = 0;
+            wj_copy_str(hint_seen_path, sizeof hint_seen_path, path);
+            hint_seen_len = len;
+        }
         // The directory on tmpfs is ours and usable: an image exec'ing from here left its hint
         // there (hint_dir), never in the log directory. One lookup less per process.
         if (shm) break;
