@@ -125,6 +125,23 @@ final class OTLPSpanWriterTests: XCTestCase {
         XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), String(decoding: s.json.renderedBytes(), as: UTF8.self))
     }
 
+    /// Integers two digits at a time: every length, both signs, the extremes.
+    func testIntegersAreTheirDecimals() {
+        var values: [Int64] = [0, .max, .min, .max - 1, .min + 1]
+        var power: Int64 = 1
+        for _ in 0 ..< 18 {
+            values += [power - 1, power, power + 1, -power, -(power - 1), power * 5]
+            power *= 10
+        }
+        let w = OTLPSpanWriter(capacity: 8)
+        for v in values {
+            w.int(v)
+            w.literal(",")
+        }
+        XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), values.map { String($0) + "," }.joined())
+        XCTAssertTrue(String(decoding: w.bytes, as: UTF8.self).hasPrefix("0,9223372036854775807,-9223372036854775808,"))
+    }
+
     /// Span ids hashed piece by piece are the ids of the whole identity string.
     func testIdsHashedInPiecesAreTheIdsOfTheString() {
         var log = ProcessLog(path: "/logs/app.-7.1000.ndjson")
