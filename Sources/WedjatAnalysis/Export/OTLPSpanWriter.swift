@@ -1,6 +1,6 @@
 /// The OTLP export's spans and metrics, written straight into one growing buffer in the compact
-/// layout: the bytes of `OTLPExport.Span.json` and `HistogramSet.Point.json` rendered (ExportTests
-/// checks both), at a fraction of the cost. An exchange's span is written from its record with
+/// layout: the same bytes as `OTLPExport.Span.json` and `HistogramSet.Point.json` rendered
+/// (OTLPSpanWriterTests holds them against each other), at a fraction of the cost. An exchange's span is written from its record with
 /// no Attributes, URL, address or identity String made on the way: on the 200 MB bench log that
 /// is 200,000 spans, all on the thread that applies the records, which the readers wait for.
 /// A class: one per export, never copied.
