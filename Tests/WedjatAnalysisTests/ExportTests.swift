@@ -541,8 +541,8 @@ final class ExportTests: XCTestCase {
         XCTAssertTrue(text.chunks.isEmpty)
     }
 
-    /// OTLP attributes written in one pass (the compact layout) are the bytes of their JSON
-    /// tree, for every kind of value.
+    /// OTLP attributes written in one pass (OTLPSpanWriter) are the bytes of their JSON tree,
+    /// for every kind of value.
     func testOTLPAttributesWrittenInOnePassAreTheirJSON() {
         var a = OTLPExport.Attributes()
         a.add("http.request.method", "GET")
@@ -552,13 +552,17 @@ final class ExportTests: XCTestCase {
         a.add("ratio", double: 0.25)
         a.add("list", strings: ["x", "y\"z"])
         a.add("empty", strings: [])
-        var w = JSONBytes()
-        w.openObject()
-        w.key("attributes")
-        a.write(into: &w)
-        w.closeObject()
+        let w = OTLPSpanWriter()
+        w.literal("{\"attributes\":")
+        w.attributes(a)
+        w.literal("}")
         let expected = ExportJSON.object([("attributes", a.json)]).renderedBytes()
         XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+        XCTAssertEqual(String(decoding: expected, as: UTF8.self), #"{"attributes":[{"key":"http.request.method","value":{"stringValue":"GET"}},"#
+            + #"{"key":"url.full","value":{"stringValue":"http://h/a?b=\"c\"\\d\u0001é"}},{"key":"server.port","value":{"intValue":"8080"}},"#
+            + #"{"key":"http.response.status_code","value":{"intValue":"-1"}},{"key":"ratio","value":{"doubleValue":0.25}},"#
+            + #"{"key":"list","value":{"arrayValue":{"values":[{"stringValue":"x"},{"stringValue":"y\"z"}]}}},"#
+            + #"{"key":"empty","value":{"arrayValue":{"values":[]}}}]}"#)
     }
 
     func testOTLPIdsAreStableAcrossExports() throws {

@@ -88,27 +88,30 @@ enum AddressParts {
     static func split(_ s: String) -> (host: String, port: Int?) {
         var s = s
         return s.withUTF8 { u -> (host: String, port: Int?) in
-            func port(_ from: Int) -> Int? {
-                guard from < u.count, u.count - from <= 5 else { return nil }
-                var v = 0
-                for i in from ..< u.count {
-                    let c = u[i]
-                    guard c >= 0x30, c <= 0x39 else { return nil }
-                    v = v * 10 + Int(c - 0x30)
-                }
-                return v
-            }
-            if u.first == UInt8(ascii: "["), let close = u.firstIndex(of: UInt8(ascii: "]")) {
-                let host = String(decoding: UnsafeBufferPointer(rebasing: u[1 ..< close]), as: UTF8.self)
-                return (host, close + 1 < u.count && u[close + 1] == UInt8(ascii: ":") ? port(close + 2) : nil)
-            }
-            var colon = -1, colons = 0
-            for (i, c) in u.enumerated() where c == UInt8(ascii: ":") { colons += 1; colon = i }
-            if colons == 1, let p = port(colon + 1) {
-                return (String(decoding: UnsafeBufferPointer(rebasing: u[0 ..< colon]), as: UTF8.self), p)
-            }
-            return (String(decoding: u, as: UTF8.self), nil)
+            let p = parts(u)
+            return (String(decoding: UnsafeBufferPointer(rebasing: u[p.host]), as: UTF8.self), p.port)
         }
+    }
+
+    /// The same split as the host's byte range in `u` (no String made: the OTLP spans write it).
+    static func parts(_ u: UnsafeBufferPointer<UInt8>) -> (host: Range<Int>, port: Int?) {
+        func port(_ from: Int) -> Int? {
+            guard from < u.count, u.count - from <= 5 else { return nil }
+            var v = 0
+            for i in from ..< u.count {
+                let c = u[i]
+                guard c >= 0x30, c <= 0x39 else { return nil }
+                v = v * 10 + Int(c - 0x30)
+            }
+            return v
+        }
+        if u.first == UInt8(ascii: "["), let close = u.firstIndex(of: UInt8(ascii: "]")) {
+            return (1 ..< close, close + 1 < u.count && u[close + 1] == UInt8(ascii: ":") ? port(close + 2) : nil)
+        }
+        var colon = -1, colons = 0
+        for (i, c) in u.enumerated() where c == UInt8(ascii: ":") { colons += 1; colon = i }
+        if colons == 1, let p = port(colon + 1) { return (0 ..< colon, p) }
+        return (0 ..< u.count, nil)
     }
 }
 

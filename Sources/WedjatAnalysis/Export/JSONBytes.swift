@@ -149,27 +149,6 @@ struct JSONBytes {
     }
 
     /// JSON text made elsewhere, as one value.
-    // A value written in pieces by a caller that lays out a compact structure itself (no
-    // commas or nesting tracked inside it): `rawValueStart` once, then `literal`,
-    // `rawString` and `rawInt` in order. For the exports' most repeated shapes (OTLP's
-    // attributes), where the tracked calls cost more than the bytes.
-    var isCompact: Bool { indent == 0 }
-    mutating func rawValueStart() { valueStart() }
-    mutating func rawString(_ s: String) { writeString(s) }
-    mutating func rawInt(_ v: Int64) { writeInt(v) }
-    mutating func rawBytes(_ b: [UInt8]) { bytes.append(contentsOf: b) }
-    /// 64-bit words as one string of 16 lowercase hex digits each (OTLP's trace and span ids).
-    mutating func rawHex(_ words: UInt64...) {
-        let digits: StaticString = "0123456789abcdef"
-        bytes.append(UInt8(ascii: "\""))
-        for w in words {
-            for shift in stride(from: 60, through: 0, by: -4) {
-                bytes.append(digits.utf8Start[Int((w >> UInt64(shift)) & 0xF)])
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-
     mutating func raw(_ text: [UInt8]) { valueStart(); bytes.append(contentsOf: text) }
     mutating func raw(_ text: String) { valueStart(); bytes.append(contentsOf: text.utf8) }
 
@@ -177,9 +156,6 @@ struct JSONBytes {
     mutating func literal(_ s: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
-
-    // (Not `literal(_:)`: a string literal would pick a String overload over the StaticString one.)
-    mutating func literal(dynamic s: String) { bytes.append(contentsOf: s.utf8) }
 
     @inline(__always) private mutating func writeInt(_ v: Int64) {
         if v == 0 { bytes.append(UInt8(ascii: "0")); return }

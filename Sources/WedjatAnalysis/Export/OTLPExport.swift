@@ -22,6 +22,14 @@ public enum OTLPExport {
 
     package static let knownMethods: Set<String> = ["CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "QUERY", "TRACE"]
 
+    /// `knownMethods.contains(method)` without hashing the method (once per exchange).
+    static func isKnownMethod(_ method: String) -> Bool {
+        switch method {
+        case "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT", "QUERY", "TRACE": true
+        default: false
+        }
+    }
+
     /// The span of an exchange (nil without a request start). `connection`: its connection's
     /// record, only needed for logs whose `http` records have no `version`.
     package static func httpSpan(_ h: HTTPRecord, connection: ConnectionRecord?, image: ProcessLog) -> Span? {
@@ -169,25 +177,6 @@ public enum OTLPExport {
         /// `error.type` when the span failed: status ERROR with it as the message.
         package var error: String?
 
-        /// The same as `json`, written straight into bytes in the compact layout (the export's
-        /// hot path, in one pass; ExportTests: testGoldenOTLP and the attributes test).
-        func write(into w: inout JSONBytes) {
-            precondition(w.isCompact, "spans are written compact")
-            w.rawValueStart()
-            w.literal("{\"traceId\":"); w.rawHex(ids.traceHigh, ids.traceLow)
-            w.literal(",\"spanId\":"); w.rawHex(ids.span)
-            w.literal(",\"name\":"); w.rawString(name)
-            w.literal(",\"kind\":"); w.rawInt(kind.rawValue)
-            w.literal(",\"startTimeUnixNano\":\""); w.rawInt(startUs * 1000)
-            w.literal("\",\"endTimeUnixNano\":\""); w.rawInt(endUs * 1000)
-            w.literal("\",\"attributes\":"); attributes.writeBody(into: &w)
-            if let error {
-                w.literal(",\"status\":{\"message\":"); w.rawString(error)
-                w.literal(",\"code\":"); w.rawInt(statusError); w.literal("}")
-            }
-            w.literal("}")
-        }
-
         package var json: ExportJSON {
             var span = JSONObject()
             span.add("traceId", ids.traceId)
@@ -266,47 +255,6 @@ public enum OTLPExport {
         package mutating func add(_ key: String, strings: [String]) { pairs.append(Pair(key: key, value: .strings(strings))) }
 
         package var json: ExportJSON { .array(pairs.map { .object([("key", .string($0.key)), ("value", $0.value.json)]) }) }
-
-        /// The same as `json`, written straight into bytes in the compact layout, in one pass.
-        func write(into w: inout JSONBytes) {
-            precondition(w.isCompact, "attributes are written compact")
-            w.rawValueStart()
-            writeBody(into: &w)
-        }
-
-        /// The array itself, inside a value the caller has started.
-        func writeBody(into w: inout JSONBytes) {
-            w.literal("[")
-            for (i, p) in pairs.enumerated() {
-                if i > 0 { w.literal(",") }
-                w.literal("{\"key\":")
-                w.rawString(p.key)
-                w.literal(",\"value\":")
-                switch p.value {
-                case .string(let s):
-                    w.literal("{\"stringValue\":")
-                    w.rawString(s)
-                    w.literal("}")
-                case .int(let n):
-                    w.literal("{\"intValue\":\"")
-                    w.rawInt(n)
-                    w.literal("\"}")
-                case .double:
-                    w.rawBytes(p.value.json.renderedBytes())
-                case .strings(let l):
-                    w.literal("{\"arrayValue\":{\"values\":[")
-                    for (j, x) in l.enumerated() {
-                        if j > 0 { w.literal(",") }
-                        w.literal("{\"stringValue\":")
-                        w.rawString(x)
-                        w.literal("}")
-                    }
-                    w.literal("]}}")
-                }
-                w.literal("}")
-            }
-            w.literal("]")
-        }
     }
 
     /// Histograms of one metric, one data point per distinct attribute set (in first-seen order).
@@ -319,16 +267,20 @@ public enum OTLPExport {
         package var isEmpty: Bool { points.isEmpty }
 
         package mutating func record(_ us: Int64, attributes: Attributes) {
-            points[point(attributes)].record(us)
+            points[pointIndex(attributes)].record(us)
         }
+
+        /// A duration on the point `pointIndex` gave.
+        mutating func record(_ us: Int64, atPoint index: Int) { points[index].record(us) }
 
         /// Counts aggregated elsewhere on the same bounds (an `http_summary`'s).
         package mutating func add(_ d: SummaryDistribution, _ b: BoundedCounts, attributes: Attributes) {
             guard d.count > 0 else { return }
-            points[point(attributes)].add(d, b)
+            points[pointIndex(attributes)].add(d, b)
         }
 
-        private mutating func point(_ attributes: Attributes) -> Int {
+        /// The point of these attributes (a new one the first time).
+        mutating func pointIndex(_ attributes: Attributes) -> Int {
             if let known = index[attributes] { return known }
             index[attributes] = points.count
             points.append(Point(attributes: attributes))
@@ -388,20 +340,13 @@ public enum OTLPExport {
         package var span: UInt64
 
         package init(image: ProcessLog, identity: String) {
-            var base = "\(image.pid)/\(image.startTs)/\(identity)"
-            // FNV-1a of base with seeds 1, 2 and 3, the three in one pass over the bytes.
-            var h1 = SpanIDs.basis(1), h2 = SpanIDs.basis(2), h3 = SpanIDs.basis(3)
-            base.withUTF8 { u in
-                for byte in u {
-                    let b = UInt64(byte)
-                    h1 = (h1 ^ b) &* 0x0000_0100_0000_01b3
-                    h2 = (h2 ^ b) &* 0x0000_0100_0000_01b3
-                    h3 = (h3 ^ b) &* 0x0000_0100_0000_01b3
-                }
-            }
-            traceHigh = SpanIDs.finish(h1)
-            traceLow = SpanIDs.finish(h2)
-            span = SpanIDs.finish(h3)
+            var hash = IDHash(image: image)
+            hash.add(string: identity)
+            self = hash.ids
+        }
+
+        init(traceHigh: UInt64, traceLow: UInt64, span: UInt64) {
+            self.traceHigh = traceHigh; self.traceLow = traceLow; self.span = span
         }
 
         @inline(__always) static func basis(_ seed: UInt8) -> UInt64 {
@@ -424,6 +369,55 @@ public enum OTLPExport {
         static func hex(_ v: UInt64) -> String {
             let s = String(v, radix: 16)
             return String(repeating: "0", count: 16 - s.count) + s
+        }
+    }
+
+    /// The hashes SpanIDs are made of, fed piece by piece: FNV-1a of `<pid>/<start>/<identity>`
+    /// with seeds 1, 2 and 3, the three in one pass over the bytes. An image's prefix is hashed
+    /// once; a span's identity is added to a copy of it, with no String made.
+    package struct IDHash {
+        private var h1 = SpanIDs.basis(1), h2 = SpanIDs.basis(2), h3 = SpanIDs.basis(3)
+
+        /// After `<pid>/<start>/` of an image.
+        package init(image: ProcessLog) { self.init(pid: image.pid, startTs: image.startTs) }
+
+        init(pid: Int, startTs: Int64) {
+            add(Int64(pid)); add("/"); add(startTs); add("/")
+        }
+
+        @inline(__always) mutating func add(_ u: UnsafeBufferPointer<UInt8>) {
+            var a = h1, b = h2, c = h3
+            for byte in u {
+                let x = UInt64(byte)
+                a = (a ^ x) &* 0x0000_0100_0000_01b3
+                b = (b ^ x) &* 0x0000_0100_0000_01b3
+                c = (c ^ x) &* 0x0000_0100_0000_01b3
+            }
+            h1 = a; h2 = b; h3 = c
+        }
+
+        @inline(__always) mutating func add(_ s: StaticString) {
+            add(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+        }
+
+        mutating func add(string s: String) {
+            var s = s
+            s.withUTF8 { add($0) }
+        }
+
+        /// A decimal integer, as `"\(n)"` writes it.
+        mutating func add(_ n: Int64) {
+            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: 20 digits and a sign
+            withUnsafeMutableBytes(of: &digits) { d in
+                var m = n.magnitude, i = d.count
+                repeat { i -= 1; d[i] = UInt8(m % 10) + 0x30; m /= 10 } while m > 0
+                if n < 0 { i -= 1; d[i] = UInt8(ascii: "-") }
+                add(UnsafeBufferPointer(rebasing: d.assumingMemoryBound(to: UInt8.self)[i...]))
+            }
+        }
+
+        package var ids: SpanIDs {
+            SpanIDs(traceHigh: SpanIDs.finish(h1), traceLow: SpanIDs.finish(h2), span: SpanIDs.finish(h3))
         }
     }
 }
