@@ -15,11 +15,12 @@ import Foundation
 enum HTTPLineDecoder {
     private static let prefix: StaticString = #"{"type":"http","#
 
-    static func decode(_ line: UnsafeRawBufferPointer, keepHeaders: Bool) -> HTTPRecord? {
+    /// `strings`: the reading thread's (StringCache.swift).
+    static func decode(_ line: UnsafeRawBufferPointer, keepHeaders: Bool, strings: StringCache = StringCache()) -> HTTPRecord? {
         let plen = prefix.utf8CodeUnitCount
         guard line.count > plen, let base = line.baseAddress,
               memcmp(base, prefix.utf8Start, plen) == 0 else { return nil }
-        var s = Scanner(p: base.assumingMemoryBound(to: UInt8.self), n: line.count, i: plen)
+        var s = Scanner(p: base.assumingMemoryBound(to: UInt8.self), n: line.count, i: plen, strings: strings)
         return s.http(keepHeaders: keepHeaders)
     }
 
@@ -35,6 +36,7 @@ enum HTTPLineDecoder {
         let p: UnsafePointer<UInt8>
         let n: Int
         var i: Int
+        let strings: StringCache
 
         @inline(__always) mutating func skipSpace() {
             while i < n {
@@ -90,7 +92,7 @@ enum HTTPLineDecoder {
         }
 
         @inline(__always) func text(_ r: Range<Int>) -> String {
-            String(decoding: UnsafeBufferPointer(start: p + r.lowerBound, count: r.count), as: UTF8.self)
+            strings.string(p + r.lowerBound, r.count)
         }
 
         /// `null`: consumed, true.
