@@ -75,3 +75,24 @@ final class EndpointCollectionTests: XCTestCase {
         XCTAssertEqual(c.endpoints.mapValues(\.requests), expected)
     }
 }
+
+final class JSONReportTests: XCTestCase {
+    /// The endpoints encoded on their own and put in place give the text of the report encoded
+    /// in one piece, with strings that look like the structure around them.
+    func testEndpointsEncodedApartGiveTheSameText() throws {
+        var a = RunAnalysis()
+        let file = "p.1.0.ndjson"
+        a.add(.processStart(ProcessStart(ts: 1, pid: 1, exe: "/bin/p")), file: file)
+        let paths = ["/a\n  ]", "/b\"  \"endpoints\" : [", "/é/[x]", "/plain", "/items/42", "/\u{1}"]
+        for (i, path) in paths.enumerated() {
+            a.add(.http(HTTPRecord(ts: Int64(10 + i), pid: 1, role: "client", host: "h\(i % 2)\n]", path: path, status: 200,
+                                   ttfbUs: Int64(100 + i), durationUs: Int64(200 + i))), file: file)
+        }
+        a.finish()
+        let r = Report(analysis: a)
+        XCTAssertGreaterThan(r.endpoints.count, 1)
+        let apart = try XCTUnwrap(JSONReport.renderInTwo(r))
+        XCTAssertEqual(apart, try JSONReport.encode(r) + "\n")
+        XCTAssertEqual(try JSONReport.render(r), apart)
+    }
+}
