@@ -425,6 +425,10 @@ public struct HTTPStats: Sendable {
 
     mutating func add(connection c: ConnectionRecord) { connections.add(c) }
 
+    /// `other`'s connections in place of these (the exchanges and the connections of a host are
+    /// counted on different threads: RunAnalysis' side aggregator).
+    mutating func takeConnections(of other: HTTPStats) { connections = other.connections }
+
     public var topErrors: [(name: String, count: Int)] { rankedCounts(errorNames) }
 
     /// Connections that failed before carrying a request: attempts that never became an exchange.
