@@ -304,15 +304,17 @@ public struct RunAnalysis: Sendable {
         let i: Int
         if file == lastFile {
             i = lastIndex
-        } else if let known = index[file] {
-            i = known
         } else {
-            i = logs.count
-            index[file] = i
-            logs.append(ProcessLog(path: file))
+            if let known = index[file] {
+                i = known
+            } else {
+                i = logs.count
+                index[file] = i
+                logs.append(ProcessLog(path: file))
+            }
+            lastFile = file
+            lastIndex = i
         }
-        lastFile = file
-        lastIndex = i
         logs[i].add(record)
         if collectsRequests { requests.add(record, file: i) }
         switch record {
@@ -324,12 +326,14 @@ public struct RunAnalysis: Sendable {
             attribute(c, log: i)
             slowest.add(connection: c, log: i, lookup: lookups.lookup(of: c, file: i))
         case .http(let h):
-            let key = HTTPKey(h)
-            if !joined, !h.isContinuation { noteConnectionHost(h, key: key, log: i) }
+            // The host's key is made here only for a connection's first exchange (its stats are
+            // the side thread's).
+            if !joined, !h.isContinuation { noteConnectionHost(h, log: i) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
             if let side {
                 side.add(.http(h))
             } else {
+                let key = HTTPKey(h)
                 http[key, default: HTTPStats(key: key)].add(h)
                 if let t = h.ttfbUs { ttfb.record(t) }
                 if let d = h.durationUs { durations.record(d) }
