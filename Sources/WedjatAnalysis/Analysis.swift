@@ -261,8 +261,13 @@ public struct RunAnalysis: Sendable {
     private mutating func joinSide() {
         guard let side else { return }
         self.side = nil
-        let (e, t, d) = side.finish()
+        let (e, t, d, h) = side.finish()
         endpoints = e; ttfb = t; durations = d
+        // The side's hosts have their exchanges; this thread's, their connections.
+        for (key, var stats) in h {
+            if let mine = http[key] { stats.takeConnections(of: mine) }
+            http[key] = stats
+        }
     }
 
     /// Exchanges joined across a fork, and halves left as they were (Handoff.swift).
@@ -299,15 +304,17 @@ public struct RunAnalysis: Sendable {
         let i: Int
         if file == lastFile {
             i = lastIndex
-        } else if let known = index[file] {
-            i = known
         } else {
-            i = logs.count
-            index[file] = i
-            logs.append(ProcessLog(path: file))
+            if let known = index[file] {
+                i = known
+            } else {
+                i = logs.count
+                index[file] = i
+                logs.append(ProcessLog(path: file))
+            }
+            lastFile = file
+            lastIndex = i
         }
-        lastFile = file
-        lastIndex = i
         logs[i].add(record)
         if collectsRequests { requests.add(record, file: i) }
         switch record {
@@ -319,24 +326,26 @@ public struct RunAnalysis: Sendable {
             attribute(c, log: i)
             slowest.add(connection: c, log: i, lookup: lookups.lookup(of: c, file: i))
         case .http(let h):
-            let key = HTTPKey(h)
-            http[key, default: HTTPStats(key: key)].add(h)
-            if !joined, !h.isContinuation { noteConnectionHost(h, key: key, log: i) }
+            // The host's key is made here only for a connection's first exchange (its stats are
+            // the side thread's).
+            if !joined, !h.isContinuation { noteConnectionHost(h, log: i) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
             if let side {
                 side.add(.http(h))
             } else {
+                let key = HTTPKey(h)
+                http[key, default: HTTPStats(key: key)].add(h)
                 if let t = h.ttfbUs { ttfb.record(t) }
                 if let d = h.durationUs { durations.record(d) }
                 endpoints.add(h)
             }
         case .httpSummary(let s):
-            let key = HTTPKey(s)
-            http[key, default: HTTPStats(key: key)].add(s)
             summarizedGroups.add(s)
             if let side {
                 side.add(.httpSummary(s))
             } else {
+                let key = HTTPKey(s)
+                http[key, default: HTTPStats(key: key)].add(s)
                 if let t = s.ttfbUs { ttfb.record(summary: t) }
                 if let d = s.durationUs { durations.record(summary: d) }
                 endpoints.add(s)
@@ -378,8 +387,9 @@ public struct LoadFailure: Error, CustomStringConvertible {
 }
 
 /// The part of the analysis that depends on nothing else: the endpoints (in the order their
-/// records come, which decides the 1,000 kept) and the run's TTFB and duration percentiles. Fed
-/// in batches, in order, to a serial queue.
+/// records come, which decides the 1,000 kept), the run's TTFB and duration percentiles, and the
+/// hosts' exchanges (`HTTPStats` but their connections, which the applying thread attributes).
+/// Fed in batches, in order, to a serial queue.
 private final class SideAggregator: @unchecked Sendable {
     private let queue = DispatchQueue(label: "wedjat.analysis.side")
     private var batch: [Record] = []
@@ -387,6 +397,7 @@ private final class SideAggregator: @unchecked Sendable {
     private var endpoints = EndpointCollection()
     private var ttfb = DurationStats()
     private var durations = DurationStats()
+    private var http: [HTTPKey: HTTPStats] = [:]
     /// Batches handed over and not yet done: the applying thread waits above a few (memory).
     private let slots = DispatchSemaphore(value: 4)
     private static let batchSize = 2048
@@ -408,10 +419,14 @@ private final class SideAggregator: @unchecked Sendable {
             for r in items {
                 switch r {
                 case .http(let h):
+                    let key = HTTPKey(h)
+                    http[key, default: HTTPStats(key: key)].add(h)
                     if let t = h.ttfbUs { ttfb.record(t) }
                     if let d = h.durationUs { durations.record(d) }
                     endpoints.add(h)
                 case .httpSummary(let s):
+                    let key = HTTPKey(s)
+                    http[key, default: HTTPStats(key: key)].add(s)
                     if let t = s.ttfbUs { ttfb.record(summary: t) }
                     if let d = s.durationUs { durations.record(summary: d) }
                     endpoints.add(s)
@@ -423,8 +438,8 @@ private final class SideAggregator: @unchecked Sendable {
         }
     }
 
-    func finish() -> (EndpointCollection, DurationStats, DurationStats) {
+    func finish() -> (EndpointCollection, DurationStats, DurationStats, [HTTPKey: HTTPStats]) {
         flush()
-        return queue.sync { (endpoints, ttfb, durations) }
+        return queue.sync { (endpoints, ttfb, durations, http) }
     }
 }

@@ -120,6 +120,20 @@ public struct EndpointCollection: Sendable {
     /// the other, mostly to the same route, and then neither the folding nor the hashing is
     /// needed again.
     private var last: (role: String, host: String?, peer: String?, method: String?, path: String?, at: Int)?
+    /// The endpoint of each exchange key seen (the record's own fields, before folding), so
+    /// that a known one is found by one hash, without folding its path and making its key
+    /// again; at most `placedLimit`, then forgotten and learnt anew (the answer is the same: a
+    /// key keeps its endpoint, and past `limit` a new one always goes to its host's `(other)`).
+    private var placed: [RawKey: Int] = [:]
+    private static let placedLimit = 8192
+
+    private struct RawKey: Hashable {
+        var role: String
+        var host: String?
+        var peer: String?
+        var method: String?
+        var path: String?
+    }
 
     public var endpoints: [EndpointKey: EndpointStats] {
         Dictionary(uniqueKeysWithValues: stats.map { ($0.key, $0) })
@@ -130,7 +144,15 @@ public struct EndpointCollection: Sendable {
             stats[l.at].add(h)
             return
         }
-        let i = slot(EndpointKey(role: h.role, host: HTTPKey(h).host, method: h.method ?? "?", path: PathTemplate.fold(h.path ?? "")))
+        let raw = RawKey(role: h.role, host: h.host, peer: h.peer, method: h.method, path: h.path)
+        let i: Int
+        if let known = placed[raw] {
+            i = known
+        } else {
+            i = slot(EndpointKey(role: h.role, host: HTTPKey(h).host, method: h.method ?? "?", path: PathTemplate.fold(h.path ?? "")))
+            if placed.count >= Self.placedLimit { placed.removeAll(keepingCapacity: true) }
+            placed[raw] = i
+        }
         stats[i].add(h)
         last = (h.role, h.host, h.peer, h.method, h.path, i)
     }

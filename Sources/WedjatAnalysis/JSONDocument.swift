@@ -26,6 +26,9 @@ final class JSONDocument {
     /// Objects of strings (`http.headers`) are decoded when true, only checked when false.
     var keepStringMaps = true
 
+    /// The strings this document's lines repeat (a document is one thread's at a time).
+    let strings = StringCache()
+
     /// Deeper texts are rejected: recursion stays bounded whatever a line holds.
     static let maxDepth = 512
 
@@ -179,7 +182,7 @@ final class JSONDocument {
         let n = nodes.base[node]
         guard n.kind == .string else { return nil }
         let bytes = UnsafeBufferPointer(start: storage + Int(n.start), count: Int(n.end - n.start))
-        return n.escaped ? Self.unescape(bytes) : String(decoding: bytes, as: UTF8.self)
+        return n.escaped ? Self.unescape(bytes) : strings.string(bytes.baseAddress!, bytes.count)
     }
 
     func bool(_ node: Int) -> Bool? {

@@ -364,7 +364,7 @@ extension Record {
     /// Parses `bytes` into `document` (reused from line to line) and decodes the record.
     static func decode(_ bytes: UnsafeRawBufferPointer, into document: JSONDocument) throws(LineDecodeError) -> Record {
         // Most lines are `http` records in wedjat's own plain shape: read in one pass.
-        if let h = HTTPLineDecoder.decode(bytes, keepHeaders: document.keepStringMaps) { return .http(h) }
+        if let h = HTTPLineDecoder.decode(bytes, keepHeaders: document.keepStringMaps, strings: document.strings) { return .http(h) }
         return try decodeParsed(bytes, into: document)
     }
 

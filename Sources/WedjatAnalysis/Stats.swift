@@ -1,34 +1,35 @@
-import Histogram
-
 /// Latency percentiles in microseconds, as an HdrHistogram (3 significant digits) gives them:
-/// values exact below 2048 us, memory that does not grow with the number of values. A
-/// histogram is about 45 KiB however few values it holds, and a run with many hosts has many
-/// stats that hold a handful (10,000 hosts: 3 GB): so the first `smallLimit` distinct values
-/// are kept as they came, and percentiles of them are computed with the histogram's own
-/// bucketing (`Buckets`), identical to what the histogram would say.
+/// values exact below 2048 us, memory that does not grow with the number of values. The
+/// buckets are HdrHistogram's, counted by `BucketCounts` (BucketCounts.swift): the values and
+/// percentiles the `Histogram` library gave, from counts we can walk quickly. A histogram is
+/// about 48 KiB however few values it holds, and a run with many hosts has many stats that
+/// hold a handful (10,000 hosts: 3 GB): so the first `smallLimit` distinct values are kept as
+/// they came, and percentiles of them are computed with the same bucketing, identical to what
+/// the histogram would say.
 public struct DurationStats: Sendable {
     static let smallLimit = 64
     private let smallLimit: Int
     private var small: [ValueCount] = []
     /// Made when `small` is full, with 32-bit counts (half the memory of 64-bit ones: a busy
     /// host has several such stats); moved to 64-bit counts before its total would pass
-    /// UInt32.max (the library's counts wrap silently).
-    private var narrow: Histogram<UInt32>?
-    private var wide: Histogram<UInt64>?
-    /// The smallest and largest values, once they are in a histogram (exact, as the
-    /// histogram's own `min` and `maxRecorded` are, which the move to 64 bits would lose).
+    /// UInt32.max.
+    private var narrow: BucketCounts<UInt32>?
+    private var wide: BucketCounts<UInt64>?
+    /// The smallest and largest values, once they are in a histogram (exact: the buckets only
+    /// know their ranges).
     private var lo = UInt64.max, hi: UInt64 = 0
-    /// Set once a histogram is made (testing the optionals costs a copy of their counts' header
-    /// on the hot path).
+    /// Set once a histogram is made, and once it counts in 64 bits (flags, not tests of the
+    /// optionals, on the hot path).
     private var inHistogram = false
+    private var isWide = false
 
     private struct ValueCount: Sendable {
         var value: UInt64
         var count: UInt64
     }
 
-    /// 2 significant digits (values within 1%) instead of 3: a histogram of about 6 KiB instead of
-    /// 45, for the many small distributions of endpoints.
+    /// 2 significant digits (values within 1%) instead of 3: a histogram of about 7.5 KiB
+    /// instead of 48, for the many small distributions of endpoints.
     private let coarse: Bool
 
     public init() { smallLimit = DurationStats.smallLimit; coarse = false }
@@ -51,8 +52,7 @@ public struct DurationStats: Sendable {
         } else if small.count < smallLimit {
             small.append(ValueCount(value: value, count: count))
         } else {
-            // A copy of an empty one: making each from nothing cost a generic copy per count.
-            narrow = coarse ? Buckets.emptyCoarse : Buckets.empty
+            narrow = BucketCounts(layout: layout, highest: Self.initialHighest)
             inHistogram = true
             for v in small { recordInHistogram(v.value, count: v.count) }
             recordInHistogram(value, count: count)
@@ -60,40 +60,28 @@ public struct DurationStats: Sendable {
         }
     }
 
+    /// Sized for values up to about a second from the start (12,288 counts at 3 digits): most
+    /// latencies are below that; longer ones grow it.
+    private static let initialHighest: UInt64 = 1 << 20
+
+    private var layout: BucketLayout { coarse ? .twoDigits : .threeDigits }
+
+    @inline(__always)
     private mutating func recordInHistogram(_ value: UInt64, count: UInt64) {
         lo = Swift.min(lo, value)
         hi = Swift.max(hi, value)
-        // Through the optionals, never a copy: a copy would duplicate the counts on each write.
-        if let total = narrow?.totalCount {
-            if count <= UInt64(UInt32.max) - total {
-                _ = narrow!.record(value, count: UInt32(count))
+        if !isWide {
+            // Through the optional, never a copy: a copy would duplicate the counts on each write.
+            if count <= UInt64(UInt32.max) - narrow!.total {
+                narrow!.record(value, count: UInt32(truncatingIfNeeded: count))
                 return
             }
-            // Each bucket's count at a value of that bucket: the same bucketing, so the same
-            // percentiles.
-            var w: Histogram<UInt64> = Buckets.makeHistogram(coarse: coarse)
-            for b in narrow!.recordedValues() { _ = w.record(b.value, count: UInt64(b.count)) }
-            wide = w
+            // The same buckets in 64 bits: the same percentiles.
+            wide = BucketCounts<UInt64>(narrow!)
             narrow = nil
+            isWide = true
         }
-        _ = wide!.record(value, count: count)
-    }
-
-    /// The histogram's configuration and bucketing, shared by every stat.
-    enum Buckets {
-        /// Sized for values up to about a second from the start (11,264 counts): growing an
-        /// HdrHistogram one bucket at a time from nothing is slow (each step copies the
-        /// counts), and most latencies are below that. Longer ones still grow it (autoResize).
-        static func makeHistogram<Count>(coarse: Bool = false) -> Histogram<Count> {
-            var h = Histogram<Count>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: coarse ? .two : .three)
-            h.autoResize = true
-            return h
-        }
-        /// Which values share a bucket depends only on the configuration, not on the counts.
-        static let layout: Histogram<UInt64> = makeHistogram()
-        static let coarseLayout: Histogram<UInt64> = makeHistogram(coarse: true)
-        static let empty: Histogram<UInt32> = makeHistogram()
-        static let emptyCoarse: Histogram<UInt32> = makeHistogram(coarse: true)
+        wide!.record(value, count: count)
     }
 
     /// Merges an already aggregated distribution (an `http_summary`'s `{count, p50, p90, p99, max}`).
@@ -123,7 +111,7 @@ public struct DurationStats: Sendable {
     }
 
     public var count: Int {
-        if let total = narrow?.totalCount ?? wide?.totalCount { return Int(total) }
+        if let total = narrow?.total ?? wide?.total { return Int(total) }
         return Int(small.reduce(0) { $0 + $1.count })
     }
 
@@ -131,60 +119,79 @@ public struct DurationStats: Sendable {
     public func percentile(_ p: Double) -> Int64? { percentiles([p])?[0] }
 
     /// Several percentiles (ascending) in one pass over the recorded values, each the value
-    /// `Histogram.valueAtPercentile` gives; nil when nothing was recorded. One pass matters: the
-    /// library's own walk is not specialised for our count type and visits every bucket.
+    /// HdrHistogram's `valueAtPercentile` gives; nil when nothing was recorded.
     public func percentiles(_ ps: [Double]) -> [Int64]? {
-        if let narrow {
-            guard narrow.totalCount > 0 else { return nil }
-            return DurationStats.percentiles(ps, total: narrow.totalCount, lo: lo, hi: hi,
-                                             buckets: narrow.recordedValues().lazy.map { ($0.value, $0.totalCountToThisValue) })
-        }
-        if let wide {
-            guard wide.totalCount > 0 else { return nil }
-            return DurationStats.percentiles(ps, total: wide.totalCount, lo: lo, hi: hi,
-                                             buckets: wide.recordedValues().lazy.map { ($0.value, $0.totalCountToThisValue) })
-        }
+        if let narrow { return DurationStats.percentiles(ps, of: narrow, lo: lo, hi: hi) }
+        if let wide { return DurationStats.percentiles(ps, of: wide, lo: lo, hi: hi) }
         guard !small.isEmpty else { return nil }
         // The histogram's walk over the few values: their buckets in ascending order, each
         // reported at its highest equivalent value with the count up to it; the smallest value
         // is 0 if one was recorded, else the smallest, and the largest is the largest recorded.
-        let layout = coarse ? Buckets.coarseLayout : Buckets.layout
+        let layout = layout
         let sorted = small.sorted { $0.value < $1.value }
         var byBucket: [(lowest: UInt64, highest: UInt64, count: UInt64)] = []
         for v in sorted {
-            let lowest = layout.lowestEquivalentForValue(v.value)
+            let lowest = layout.lowestEquivalent(v.value)
             if let last = byBucket.last, last.lowest == lowest {
                 byBucket[byBucket.count - 1].count += v.count
             } else {
-                byBucket.append((lowest, layout.highestEquivalentForValue(v.value), v.count))
+                byBucket.append((lowest, layout.highestEquivalent(v.value), v.count))
             }
         }
+        let total = byBucket.reduce(0) { $0 + $1.count }
+        var walk = PercentileWalk(ps, total: total, lo: sorted.first!.value, hi: sorted.last!.value)
         var cumulative: UInt64 = 0
-        let walk = byBucket.map { b -> (UInt64, UInt64) in
+        for b in byBucket {
             cumulative += b.count
-            return (b.highest, cumulative)
+            if !walk.offer(b.highest, upTo: cumulative) { break }
         }
-        return DurationStats.percentiles(ps, total: cumulative, lo: sorted.first!.value, hi: sorted.last!.value, buckets: walk)
+        return walk.finish()
     }
 
-    /// `buckets`: (value, count of values up to it) in ascending order.
-    private static func percentiles(_ ps: [Double], total: UInt64, lo: UInt64, hi: UInt64,
-                                    buckets: some Sequence<(UInt64, UInt64)>) -> [Int64] {
-        // The rank of each percentile as valueAtPercentile computes it (minus one ulp, rounded up).
-        let ranks = ps.map { p -> UInt64 in
-            p >= 100 ? total : Swift.max(1, UInt64((Swift.max(p.nextDown, 0) * Double(total) / 100).rounded(.up)))
+    private static func percentiles<C>(_ ps: [Double], of h: BucketCounts<C>, lo: UInt64, hi: UInt64) -> [Int64]? {
+        guard h.total > 0 else { return nil }
+        var walk = PercentileWalk(ps, total: h.total, lo: lo, hi: hi)
+        h.walk { i, upTo in
+            // A bucket's value only for the buckets where a percentile falls.
+            guard walk.reaches(upTo) else { return true }
+            return walk.offer(h.layout.reportedValue(atIndex: i), upTo: upTo)
         }
+        return walk.finish()
+    }
+
+    /// The percentiles of a walk over the buckets in ascending order: (value, count of values
+    /// up to it).
+    private struct PercentileWalk {
+        let ps: [Double]
+        let ranks: [UInt64]
+        let lo: UInt64, hi: UInt64
         var out: [Int64] = []
-        out.reserveCapacity(ps.count)
-        for (value, upTo) in buckets {
+
+        init(_ ps: [Double], total: UInt64, lo: UInt64, hi: UInt64) {
+            self.ps = ps; self.lo = lo; self.hi = hi
+            // The rank of each percentile as valueAtPercentile computes it (minus one ulp, rounded up).
+            ranks = ps.map { p -> UInt64 in
+                p >= 100 ? total : Swift.max(1, UInt64((Swift.max(p.nextDown, 0) * Double(total) / 100).rounded(.up)))
+            }
+            out.reserveCapacity(ps.count)
+        }
+
+        @inline(__always)
+        func reaches(_ upTo: UInt64) -> Bool { out.count < ranks.count && upTo >= ranks[out.count] }
+
+        /// false once every percentile is known.
+        mutating func offer(_ value: UInt64, upTo: UInt64) -> Bool {
             while out.count < ranks.count, upTo >= ranks[out.count] {
                 // The 0th percentile is the smallest value itself, as the library has it.
                 out.append(Int64(ps[out.count] <= 0 ? lo : Swift.max(Swift.min(value, hi), lo)))
             }
-            if out.count == ranks.count { break }
+            return out.count < ranks.count
         }
-        while out.count < ranks.count { out.append(Int64(hi)) }
-        return out
+
+        mutating func finish() -> [Int64] {
+            while out.count < ranks.count { out.append(Int64(hi)) }
+            return out
+        }
     }
 
     public var max: Int64? {
@@ -417,6 +424,10 @@ public struct HTTPStats: Sendable {
     }
 
     mutating func add(connection c: ConnectionRecord) { connections.add(c) }
+
+    /// `other`'s connections in place of these (the exchanges and the connections of a host are
+    /// counted on different threads: RunAnalysis' side aggregator).
+    mutating func takeConnections(of other: HTTPStats) { connections = other.connections }
 
     public var topErrors: [(name: String, count: Int)] { rankedCounts(errorNames) }
 

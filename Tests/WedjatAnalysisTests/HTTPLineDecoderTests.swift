@@ -31,6 +31,28 @@ final class HTTPLineDecoderTests: XCTestCase {
         }
     }
 
+    /// Integers of every length (eight digits at a time, then one by one), signs, and the
+    /// edges of 64 bits: the fast path's value is the general path's.
+    func testIntegersOfEveryLength() {
+        let digits = "9876543210987654321098"
+        var values: [String] = []
+        for k in 1 ... 21 {
+            let d = String(digits.prefix(k)), nines = String(repeating: "9", count: k)
+            values += [d, "-" + d, nines, "-" + nines, "1" + String(repeating: "0", count: k - 1)]
+        }
+        values += ["9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+                   "12345678.5", "1234567812345678e1", "0", "-0", "1234567a"]
+        for v in values {
+            let line = replacing(#""request_header_bytes":261"#, #""request_header_bytes":\#(v)"#)
+            assertSame(line)
+            if v.count <= 19, v.allSatisfy(\.isNumber) || (v.first == "-" && v.dropFirst().allSatisfy(\.isNumber)), let n = Int64(v) {
+                var l = line
+                let h = l.withUTF8 { HTTPLineDecoder.decode(UnsafeRawBufferPointer($0), keepHeaders: false) }
+                XCTAssertEqual(h?.requestHeaderBytes, n, v)
+            }
+        }
+    }
+
     private func replacing(_ old: String, _ new: String) -> String {
         precondition(Self.canonical.contains(old))
         return Self.canonical.replacingOccurrences(of: old, with: new)

@@ -43,3 +43,56 @@ final class SideAggregationTests: XCTestCase {
         XCTAssertEqual(Array(0 ..< 17).concurrentMap { $0 + 1 }, Array(1 ..< 18))
     }
 }
+
+final class EndpointCollectionTests: XCTestCase {
+    /// More distinct exchange keys than the collection remembers (its raw-key memo is cleared
+    /// and refilled), folding to more endpoints than the 1,000 kept: each exchange is counted
+    /// where first-seen order and folding put it, as without the memo.
+    func testManyRawKeysLandWhereTheirEndpointIs() {
+        var c = EndpointCollection()
+        var expected: [EndpointKey: Int64] = [:]
+        var order: [EndpointKey] = []
+        func letters(_ n: Int) -> String { String((0 ..< 4).map { k in Character(UnicodeScalar(97 + (n >> (5 * k)) % 26)!) }) }
+        for pass in 0 ..< 2 {
+            for i in 0 ..< 12_000 {
+                // Numbered paths fold to one endpoint per host; lettered ones are endpoints of their own.
+                let path = i % 3 == 0 ? "/items/\(i)" : "/" + letters(i / 3)
+                let h = HTTPRecord(ts: Int64(i), pid: 1, role: "client", method: pass == 0 ? "GET" : "GET",
+                                   host: "h\(i % 5)", path: path, status: 200, ttfbUs: Int64(i % 100), durationUs: Int64(i % 300))
+                c.add(h)
+                var key = EndpointKey(role: "client", host: "h\(i % 5)", method: "GET", path: PathTemplate.fold(path))
+                if expected[key] == nil {
+                    if order.count >= EndpointCollection.limit {
+                        key = EndpointKey(role: "client", host: key.host, method: "*", path: "(other)")
+                        if expected[key] == nil { order.append(key) }
+                    } else {
+                        order.append(key)
+                    }
+                }
+                expected[key, default: 0] += 1
+            }
+        }
+        XCTAssertEqual(c.endpoints.mapValues(\.requests), expected)
+    }
+}
+
+final class JSONReportTests: XCTestCase {
+    /// The endpoints encoded on their own and put in place give the text of the report encoded
+    /// in one piece, with strings that look like the structure around them.
+    func testEndpointsEncodedApartGiveTheSameText() throws {
+        var a = RunAnalysis()
+        let file = "p.1.0.ndjson"
+        a.add(.processStart(ProcessStart(ts: 1, pid: 1, exe: "/bin/p")), file: file)
+        let paths = ["/a\n  ]", "/b\"  \"endpoints\" : [", "/é/[x]", "/plain", "/items/42", "/\u{1}"]
+        for (i, path) in paths.enumerated() {
+            a.add(.http(HTTPRecord(ts: Int64(10 + i), pid: 1, role: "client", host: "h\(i % 2)\n]", path: path, status: 200,
+                                   ttfbUs: Int64(100 + i), durationUs: Int64(200 + i))), file: file)
+        }
+        a.finish()
+        let r = Report(analysis: a)
+        XCTAssertGreaterThan(r.endpoints.count, 1)
+        let apart = try XCTUnwrap(JSONReport.renderInTwo(r))
+        XCTAssertEqual(apart, try JSONReport.encode(r) + "\n")
+        XCTAssertEqual(try JSONReport.render(r), apart)
+    }
+}

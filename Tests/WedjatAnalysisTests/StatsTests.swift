@@ -132,3 +132,51 @@ final class StatsTests: XCTestCase {
         XCTAssertEqual(Format.timestamp(1_763_782_510_123_456), "2025-11-22 03:35:10.123")
     }
 }
+
+/// DurationStats' own buckets (BucketCounts.swift) against the HdrHistogram library they replace.
+final class BucketCountsTests: XCTestCase {
+    private func values(_ rng: inout some RandomNumberGenerator) -> [UInt64] {
+        var out: [UInt64] = [0, 1, 127, 128, 255, 256, 1023, 1024, 2047, 2048, 2049, 4095, 4096, 4097, 1 << 20, (1 << 20) + 1,
+                             1 << 40, (1 << 62) - 1, 1 << 62, UInt64(Int64.max)]
+        for _ in 0 ..< 20000 {
+            let bits = UInt64.random(in: 0 ... 63, using: &rng)
+            out.append(UInt64.random(in: 0 ... (UInt64(1) << bits), using: &rng))
+        }
+        return out
+    }
+
+    func testLayoutIsTheLibrarys() {
+        var rng = SystemRandomNumberGenerator()
+        for (layout, digits) in [(BucketLayout.threeDigits, SignificantDigits.three), (BucketLayout.twoDigits, .two)] {
+            let h = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: digits)
+            for v in values(&rng) {
+                XCTAssertEqual(layout.lowestEquivalent(v), h.lowestEquivalentForValue(v), "\(v)")
+                XCTAssertEqual(layout.highestEquivalent(v), h.highestEquivalentForValue(v), "\(v)")
+                XCTAssertEqual(layout.reportedValue(atIndex: layout.index(v)), h.highestEquivalentForValue(v), "\(v)")
+            }
+        }
+    }
+
+    /// Values far past the initial range (the counts grow), in both layouts, and repeated ones:
+    /// the library's percentiles, count and max.
+    func testPercentilesAreTheLibrarys() {
+        var rng = SystemRandomNumberGenerator()
+        for round in 0 ..< 40 {
+            let coarse = round % 2 == 1
+            // 3 digits from the first value, or after the first 64 distinct ones; 2 digits.
+            var d = coarse ? DurationStats(coarse: true) : round % 4 == 0 ? DurationStats(smallLimit: 0) : DurationStats()
+            var h = Histogram<UInt64>(highestTrackableValue: 1 << 20, numberOfSignificantValueDigits: coarse ? .two : .three)
+            h.autoResize = true
+            for _ in 0 ..< (1 + round * 97) {
+                let v = UInt64.random(in: 0 ... [300, 5000, 3_000_000, 1 << 45][round % 4], using: &rng)
+                let n = UInt64.random(in: 1 ... 3, using: &rng)
+                d.record(v, count: n)
+                h.record(v, count: n)
+            }
+            let ps = [0.0, 0.1, 1, 25, 50, 90, 95, 99, 99.9, 99.99, 100]
+            XCTAssertEqual(d.percentiles(ps), ps.map { Int64(h.valueAtPercentile($0)) }, "round \(round)")
+            XCTAssertEqual(UInt64(d.count), h.totalCount)
+            XCTAssertEqual(d.max, Int64(h.maxRecorded))
+        }
+    }
+}
