@@ -677,6 +677,31 @@ static void start_loop_stall(wj_loop *l, int tid, uint64_t since) {
 
 static _Atomic uint64_t watch_due;
 
+// What loop l's thread reported since the last look: a sample it took itself (after a sleep),
+// and the end its wait saw (with its CPU time). Returns the stall still open, if any.
+static wj_stall *settle_reported(wj_loop *l, int tid, uint64_t now) {
+    wj_stall *s = l->stall ? &stalls[l->stall - 1] : 0;
+    uint64_t self = atomic_load_explicit(&l->self_seq, memory_order_acquire);
+    if (self != l->seen_self) {
+        l->seen_self = self;
+        if (s && l->self_busy_since == s->start && s->nsamples < WJ_STALL_SAMPLES) {
+            s->samples[s->nsamples++] = l->self;
+        }
+    }
+    uint64_t seq = atomic_load_explicit(&l->ended_seq, memory_order_acquire);
+    if (seq == l->seen_ended) return s;
+    l->seen_ended = seq;
+    uint64_t st = WJ_LOAD(l->ended_start), en = WJ_LOAD(l->ended_end), cpu = WJ_LOAD(l->ended_cpu);
+    if (s && s->start != st) { finish_loop_stall(l, now, 0, 0); s = 0; }
+    if (!s) {  // ended before a round saw it: recorded without samples
+        start_loop_stall(l, tid, st);
+        s = l->stall ? &stalls[l->stall - 1] : 0;
+        if (s) s->lost++;
+    }
+    if (s) finish_loop_stall(l, en, cpu, 0);
+    return 0;
+}
+
 // One round of the watchdog: ends, samples, crossings. Returns when it wants the next round.
 static uint64_t stalls_watch(void) {
     int used = atomic_load(&loops_used);
@@ -686,28 +711,7 @@ static uint64_t stalls_watch(void) {
     for (int i = 0; i < used; i++) {
         wj_loop *l = &loops[i];
         int tid = atomic_load(&l->tid);
-        wj_stall *s = l->stall ? &stalls[l->stall - 1] : 0;
-        // A sample the thread took itself (after a sleep) before the end its wait reported.
-        uint64_t self = atomic_load_explicit(&l->self_seq, memory_order_acquire);
-        if (self != l->seen_self) {
-            l->seen_self = self;
-            if (s && l->self_busy_since == s->start && s->nsamples < WJ_STALL_SAMPLES) {
-                s->samples[s->nsamples++] = l->self;
-            }
-        }
-        uint64_t seq = atomic_load_explicit(&l->ended_seq, memory_order_acquire);
-        if (seq != l->seen_ended) {
-            l->seen_ended = seq;
-            uint64_t st = WJ_LOAD(l->ended_start), en = WJ_LOAD(l->ended_end), cpu = WJ_LOAD(l->ended_cpu);
-            if (s && s->start != st) { finish_loop_stall(l, now, 0, 0); s = 0; }
-            if (!s) {  // ended before a round saw it: recorded without samples
-                start_loop_stall(l, tid, st);
-                s = l->stall ? &stalls[l->stall - 1] : 0;
-                if (s) s->lost++;
-            }
-            if (s) finish_loop_stall(l, en, cpu, 0);
-            s = 0;
-        }
+        wj_stall *s = settle_reported(l, tid, now);
         if (!tid) {
             if (s) finish_loop_stall(l, now, 0, 1);
             continue;
@@ -752,12 +756,15 @@ static uint64_t stalls_next_due(void) { return atomic_load(&watch_due); }
 
 uint64_t wj_stalls_lost(void) { return atomic_load(&stalls_lost) + atomic_load(&loops_full); }
 
-// The final flush: stalls still going on are written as such.
+// The final flush: what the threads reported since the watchdog's last round first (a process
+// that ends within a round of a stall's end, a server told to quit right after it, has that
+// stall ended there, with its CPU time and the sample its thread took); stalls still going on
+// are written as such.
 static void stalls_final(void) {
     int used = atomic_load(&loops_used);
     uint64_t now = wj_now_ns();
     for (int i = 0; i < used; i++)
-        if (loops[i].stall) finish_loop_stall(&loops[i], now, 0, 1);
+        if (settle_reported(&loops[i], atomic_load(&loops[i].tid), now)) finish_loop_stall(&loops[i], now, 0, 1);
 }
 
 // ---------------------------------------------------------------- records

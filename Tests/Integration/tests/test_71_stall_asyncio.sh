@@ -25,3 +25,17 @@ expect(len(s["samples"]) >= 1 and all(len(x["frames"]) >= 5 for x in s["samples"
 folded = open("stalls.folded").read()
 expect("python" in folded and "sleep" in folded.lower(), f"the interpreter's sleep in the stack:\n{folded}")
 PY
+[ $? = 0 ] || fail "the asyncio server's stall"
+
+wj logs-exit "$PYTHON" "$WJ_LIB/../fixtures/stall_then_exit.py" || fail "stall_then_exit.py exited $?"
+pylogs <<'PY'
+stalls = records(load_dir("logs-exit"), "stall")
+expect_eq(len(stalls), 1, "stall records of the process that ended right after its stall")
+s = stalls[0]
+expect(not s.get("ongoing"), f"written as still going on: {s}")
+expect(380000 <= s["duration_us"] <= 440000, f"a 400 ms stall lasted {s['duration_us']} us")
+expect(s["cpu_us"] is not None and s["cpu_us"] < 0.2 * s["duration_us"], f"off-CPU: {s['cpu_us']}")
+expect(len(s["samples"]) >= 1 and all(len(x["frames"]) >= 5 for x in s["samples"]), f"its stack: {s['samples']}")
+PY
+[ $? = 0 ] || fail "the stall of a process that ended right after it"
+finish
