@@ -8,9 +8,8 @@ import Glibc
 /// no Array append or uniqueness check per byte run, and which containers have a member yet is
 /// a bit mask, not an array of flags. A class: one per rendering thread, never copied.
 final class HARWriter {
-    private(set) var count = 0
-    private var capacity: Int
-    private var buffer: UnsafeMutablePointer<UInt8>
+    private var out: GrowingBuffer<UInt8>
+    var count: Int { out.count }
     private let indent: Int
     private let baseLevel: Int
     /// Open containers, and bit i set when the container at depth i has no member yet.
@@ -19,55 +18,28 @@ final class HARWriter {
     private var pendingValue = false
 
     init(capacity: Int = 1 << 16, indent: Int = 2, level: Int = 3) {
-        self.capacity = max(64, capacity)
-        buffer = .allocate(capacity: self.capacity)
+        out = GrowingBuffer(capacity: max(64, capacity))
         self.indent = indent
         baseLevel = level
     }
 
-    deinit { buffer.deallocate() }
+    deinit { out.base.deallocate() }
 
     /// The bytes written since the last `take`, handed over; the writer starts again empty.
-    func take() -> [UInt8] {
-        let out = [UInt8](UnsafeBufferPointer(start: buffer, count: count))
-        count = 0
-        return out
-    }
+    func take() -> [UInt8] { out.take() }
 
-    @inline(__always) private func reserve(_ n: Int) {
-        if count + n > capacity { grow(count + n) }
-    }
-
-    private func grow(_ needed: Int) {
-        var c = capacity
-        while c < needed { c *= 2 }
-        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: c)
-        bigger.update(from: buffer, count: count)
-        buffer.deallocate()
-        buffer = bigger
-        capacity = c
-    }
-
-    @inline(__always) private func put(_ b: UInt8) {
-        reserve(1)
-        buffer[count] = b
-        count += 1
-    }
-
-    @inline(__always) private func put(_ p: UnsafeRawPointer, _ n: Int) {
-        reserve(n)
-        (buffer + count).update(from: p.assumingMemoryBound(to: UInt8.self), count: n)
-        count += n
-    }
+    @inline(__always) private func reserve(_ n: Int) { out.reserve(n) }
+    @inline(__always) private func put(_ b: UInt8) { out.put(b) }
+    @inline(__always) private func put(_ p: UnsafeRawPointer, _ n: Int) { out.put(p, n) }
 
     @inline(__always) private func put(_ s: StaticString) { put(UnsafeRawPointer(s.utf8Start), s.utf8CodeUnitCount) }
 
     @inline(__always) private func newline(_ level: Int) {
         let n = min(indent * level, 256)
         reserve(n + 1)
-        buffer[count] = 0x0A
-        (buffer + count + 1).update(repeating: 0x20, count: n)
-        count += n + 1
+        out.base[out.count] = 0x0A
+        (out.base + out.count + 1).update(repeating: 0x20, count: n)
+        out.count += n + 1
     }
 
     @inline(__always) private func separate() {
@@ -169,8 +141,8 @@ final class HARWriter {
         put(UInt8(ascii: "\""))
         cache.prefix.withUnsafeBytes { put($0.baseAddress!, $0.count) }
         var micros = Int(us - seconds * 1_000_000)
-        for i in stride(from: 5, through: 0, by: -1) { buffer[count + i] = UInt8(micros % 10) + 0x30; micros /= 10 }
-        count += 6
+        for i in stride(from: 5, through: 0, by: -1) { out.base[out.count + i] = UInt8(micros % 10) + 0x30; micros /= 10 }
+        out.count += 6
         put(UInt8(ascii: "Z"))
         put(UInt8(ascii: "\""))
     }
@@ -178,13 +150,13 @@ final class HARWriter {
     @inline(__always) private func writeInt(_ v: Int64) {
         if v == 0 { put(UInt8(ascii: "0")); return }
         reserve(20)
-        if v < 0 { buffer[count] = UInt8(ascii: "-"); count += 1 }
+        if v < 0 { out.put(UInt8(ascii: "-")) }
         var m = v.magnitude, n = 0
         var t = m
         while t > 0 { t /= 10; n += 1 }
-        var i = count + n - 1
-        while m > 0 { buffer[i] = UInt8(m % 10) + 0x30; m /= 10; i -= 1 }
-        count += n
+        var i = out.count + n - 1
+        while m > 0 { out.base[i] = UInt8(m % 10) + 0x30; m /= 10; i -= 1 }
+        out.count += n
     }
 
     /// `"<a>://<b><c>"`: a URL from its parts, as one string, with no String made.

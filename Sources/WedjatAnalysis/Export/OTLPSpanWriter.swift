@@ -5,51 +5,26 @@
 /// is 200,000 spans, all on the thread that applies the records, which the readers wait for.
 /// A class: one per export, never copied.
 final class OTLPSpanWriter {
-    private(set) var count = 0
-    private var capacity: Int
-    private var buffer: UnsafeMutablePointer<UInt8>
+    private var out: GrowingBuffer<UInt8>
+    var count: Int { out.count }
 
     init(capacity: Int = 1 << 16) {
-        self.capacity = max(64, capacity)
-        buffer = .allocate(capacity: self.capacity)
+        out = GrowingBuffer(capacity: max(64, capacity))
     }
 
-    deinit { buffer.deallocate() }
+    deinit { out.base.deallocate() }
 
-    var bytes: [UInt8] { [UInt8](UnsafeBufferPointer(start: buffer, count: count)) }
+    var bytes: [UInt8] { out.bytes }
 
     /// The bytes written so far, handed over; the writer starts again empty (keeping its room).
-    func take() -> [UInt8] {
-        let out = bytes
-        count = 0
-        return out
-    }
+    func take() -> [UInt8] { out.take() }
 
-    @inline(__always) private func reserve(_ n: Int) {
-        if count + n > capacity { grow(count + n) }
-    }
-
-    private func grow(_ needed: Int) {
-        var c = capacity
-        while c < needed { c *= 2 }
-        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: c)
-        bigger.update(from: buffer, count: count)
-        buffer.deallocate()
-        buffer = bigger
-        capacity = c
-    }
-
-    @inline(__always) private func put(_ b: UInt8) {
-        reserve(1)
-        buffer[count] = b
-        count += 1
-    }
+    @inline(__always) private func reserve(_ n: Int) { out.reserve(n) }
+    @inline(__always) private func put(_ b: UInt8) { out.put(b) }
 
     @inline(__always) private func put(_ u: UnsafeBufferPointer<UInt8>) {
         guard let base = u.baseAddress, u.count > 0 else { return }
-        reserve(u.count)
-        (buffer + count).update(from: base, count: u.count)
-        count += u.count
+        out.put(UnsafeRawPointer(base), u.count)
     }
 
     /// Bytes as they are (a document's frame, a constant key and the start of its value).
@@ -76,9 +51,10 @@ final class OTLPSpanWriter {
     /// area past the end, then moved to their place.
     @inline(__always) func int(_ v: Int64) {
         reserve(42)
-        if v < 0 { buffer[count] = UInt8(ascii: "-"); count += 1 }
+        if v < 0 { out.put(UInt8(ascii: "-")) }
+        let buffer = out.base
         var m = v.magnitude
-        let end = count + 41
+        let end = out.count + 41
         var i = end
         Self.digitPairs.withUnsafeBufferPointer { pairs in
             while m >= 100 {
@@ -96,8 +72,8 @@ final class OTLPSpanWriter {
             }
         }
         let n = end - i
-        (buffer + count).update(from: buffer + i, count: n)
-        count += n
+        (buffer + out.count).update(from: buffer + i, count: n)
+        out.count += n
     }
 
     /// `units / 10^decimals` exactly, trailing zeros trimmed (as ExportJSON.fixed).
@@ -138,8 +114,8 @@ final class OTLPSpanWriter {
     @inline(__always) private func hexDigits(_ w: UInt64) {
         let digits: StaticString = "0123456789abcdef"
         reserve(16)
-        for i in 0 ..< 16 { buffer[count + i] = digits.utf8Start[Int((w >> UInt64(60 - 4 * i)) & 0xF)] }
-        count += 16
+        for i in 0 ..< 16 { out.base[out.count + i] = digits.utf8Start[Int((w >> UInt64(60 - 4 * i)) & 0xF)] }
+        out.count += 16
     }
 
     /// A JSON string, quotes included.
