@@ -111,20 +111,7 @@ final class HARWriter {
     /// As JSONBytes.fixed.
     func fixed(_ units: Int64, _ decimals: Int) {
         valueStart()
-        var scale: UInt64 = 1
-        for _ in 0 ..< decimals { scale *= 10 }
-        let m = units.magnitude
-        if units < 0 { put(UInt8(ascii: "-")) }
-        writeInt(Int64(m / scale))
-        var frac = m % scale
-        guard frac > 0 else { return }
-        var digits = decimals
-        while frac % 10 == 0 { frac /= 10; digits -= 1 }
-        put(UInt8(ascii: "."))
-        var width = 1, f = frac
-        while f >= 10 { f /= 10; width += 1 }
-        for _ in 0 ..< digits - width { put(0x30) }
-        writeInt(Int64(frac))
+        out.fixed(units, decimals)
     }
 
     /// `2025-11-22T03:35:10.202200Z` (ExportTime.iso8601, as a JSON string) with no String made:
@@ -147,17 +134,7 @@ final class HARWriter {
         put(UInt8(ascii: "\""))
     }
 
-    @inline(__always) private func writeInt(_ v: Int64) {
-        if v == 0 { put(UInt8(ascii: "0")); return }
-        reserve(20)
-        if v < 0 { out.put(UInt8(ascii: "-")) }
-        var m = v.magnitude, n = 0
-        var t = m
-        while t > 0 { t /= 10; n += 1 }
-        var i = out.count + n - 1
-        while m > 0 { out.base[i] = UInt8(m % 10) + 0x30; m /= 10; i -= 1 }
-        out.count += n
-    }
+    @inline(__always) private func writeInt(_ v: Int64) { out.decimal(v) }
 
     /// `"<a>://<b><c>"`: a URL from its parts, as one string, with no String made.
     func url(_ scheme: String, _ authority: String, _ target: String) {
@@ -178,29 +155,7 @@ final class HARWriter {
         put(UInt8(ascii: "\""))
     }
 
-    private func escapedBody(_ u: UnsafeBufferPointer<UInt8>) {
-        var clean = true
-        for c in u where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { clean = false; break }
-        if clean {
-            if let base = u.baseAddress, u.count > 0 { put(UnsafeRawPointer(base), u.count) }
-        } else {
-            let hex: StaticString = "0123456789abcdef"
-            for c in u {
-                switch c {
-                case UInt8(ascii: "\""): put(UInt8(ascii: "\\")); put(UInt8(ascii: "\""))
-                case UInt8(ascii: "\\"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "\\"))
-                case 0x0A: put(UInt8(ascii: "\\")); put(UInt8(ascii: "n"))
-                case 0x0D: put(UInt8(ascii: "\\")); put(UInt8(ascii: "r"))
-                case 0x09: put(UInt8(ascii: "\\")); put(UInt8(ascii: "t"))
-                case 0 ..< 0x20:
-                    put("\\u00")
-                    put(hex.utf8Start[Int(c >> 4)])
-                    put(hex.utf8Start[Int(c & 15)])
-                default: put(c)
-                }
-            }
-        }
-    }
+    private func escapedBody(_ u: UnsafeBufferPointer<UInt8>) { out.escapedJSON(u) }
 }
 
 /// The last second `HARWriter.iso8601` formatted (one per writer: not shared between threads).

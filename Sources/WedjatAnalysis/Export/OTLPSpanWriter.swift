@@ -40,59 +40,11 @@ final class OTLPSpanWriter {
 
     func literal(bytes: [UInt8]) { bytes.withUnsafeBufferPointer { put($0) } }
 
-    /// "00" to "99": two digits a division (a span has two 19-digit times).
-    private static let digitPairs: [UInt8] = {
-        var pairs: [UInt8] = []
-        for n in 0 ..< 100 { pairs.append(UInt8(0x30 + n / 10)); pairs.append(UInt8(0x30 + n % 10)) }
-        return pairs
-    }()
-
-    /// A decimal integer, as JSONBytes writes it: the digits from the right into a scratch
-    /// area past the end, then moved to their place.
-    @inline(__always) func int(_ v: Int64) {
-        reserve(42)
-        if v < 0 { out.put(UInt8(ascii: "-")) }
-        let buffer = out.base
-        var m = v.magnitude
-        let end = out.count + 41
-        var i = end
-        Self.digitPairs.withUnsafeBufferPointer { pairs in
-            while m >= 100 {
-                let pair = Int(m % 100) * 2
-                m /= 100
-                i -= 2
-                buffer[i] = pairs[pair]; buffer[i + 1] = pairs[pair + 1]
-            }
-            if m >= 10 {
-                i -= 2
-                buffer[i] = pairs[Int(m) * 2]; buffer[i + 1] = pairs[Int(m) * 2 + 1]
-            } else {
-                i -= 1
-                buffer[i] = UInt8(m) + 0x30
-            }
-        }
-        let n = end - i
-        (buffer + out.count).update(from: buffer + i, count: n)
-        out.count += n
-    }
+    /// A decimal integer, as JSONBytes writes it.
+    @inline(__always) func int(_ v: Int64) { out.decimal(v) }
 
     /// `units / 10^decimals` exactly, trailing zeros trimmed (as ExportJSON.fixed).
-    func fixed(_ units: Int64, _ decimals: Int) {
-        var scale: UInt64 = 1
-        for _ in 0 ..< decimals { scale *= 10 }
-        let m = units.magnitude
-        if units < 0 { put(UInt8(ascii: "-")) }
-        int(Int64(m / scale))
-        var frac = m % scale
-        guard frac > 0 else { return }
-        var digits = decimals
-        while frac % 10 == 0 { frac /= 10; digits -= 1 }
-        put(UInt8(ascii: "."))
-        var width = 1, f = frac
-        while f >= 10 { f /= 10; width += 1 }
-        for _ in 0 ..< digits - width { put(0x30) }
-        int(Int64(frac))
-    }
+    func fixed(_ units: Int64, _ decimals: Int) { out.fixed(units, decimals) }
 
     /// 64-bit words as one string of 16 lowercase hex digits each (trace and span ids). Two
     /// overloads, not a variadic one: no array per id.
@@ -137,26 +89,7 @@ final class OTLPSpanWriter {
         s.withUTF8 { escaped($0) }
     }
 
-    func escaped(_ u: UnsafeBufferPointer<UInt8>) {
-        var clean = true
-        for c in u where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { clean = false; break }
-        if clean { put(u); return }
-        let hex: StaticString = "0123456789abcdef"
-        for c in u {
-            switch c {
-            case UInt8(ascii: "\""): put(UInt8(ascii: "\\")); put(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): put(UInt8(ascii: "\\")); put(UInt8(ascii: "\\"))
-            case 0x0A: put(UInt8(ascii: "\\")); put(UInt8(ascii: "n"))
-            case 0x0D: put(UInt8(ascii: "\\")); put(UInt8(ascii: "r"))
-            case 0x09: put(UInt8(ascii: "\\")); put(UInt8(ascii: "t"))
-            case 0 ..< 0x20:
-                literal("\\u00")
-                put(hex.utf8Start[Int(c >> 4)])
-                put(hex.utf8Start[Int(c & 15)])
-            default: put(c)
-            }
-        }
-    }
+    func escaped(_ u: UnsafeBufferPointer<UInt8>) { out.escapedJSON(u) }
 
     // MARK: attributes
 
