@@ -268,10 +268,11 @@ static int hint_none;
 
 // The hint as the constructor's look (wj_exec_hint_carried) found it, for the take at the
 // image's end: the file is this process's alone (its name is the pid, written before the
-// exec), so the take only removes it instead of reading it again (four system calls less for
-// every image exec'd from a watched one). Longer hints are read again.
+// exec), so the look removes it at once and the take reads this copy (four system calls less
+// for every image exec'd from a watched one). Removed at the look, not at the take: an image
+// killed before its first flush (`ls | head`'s SIGPIPE) would leave it behind, and one file in
+// the tmpfs directory costs every later process its lookup. Longer hints are read again.
 WJ_COLD static char hint_seen[1024];
-WJ_COLD static char hint_seen_path[WJ_PATH_MAX + 32];
 static long hint_seen_len;
 
 // The hint file's text (NUL-terminated), removed when `take`; its length, <= 0 when none.
@@ -279,7 +280,6 @@ static long hint_read(char *buf, size_t cap, int take) {
     if (hint_none) return -1;
     if (hint_seen_len > 0 && take && (size_t)hint_seen_len < cap) {
         memcpy(buf, hint_seen, (size_t)hint_seen_len + 1);
-        syscall(SYS_unlinkat, AT_FDCWD, hint_seen_path, 0);
         long len = hint_seen_len;
         hint_seen_len = 0;
         return len;
@@ -311,8 +311,8 @@ static long hint_read(char *buf, size_t cap, int take) {
         if (len > 0 && !take && (size_t)len < sizeof hint_seen) {
             memcpy(hint_seen, buf, (size_t)len);
             hint_seen[len] = 0;
-            wj_copy_str(hint_seen_path, sizeof hint_seen_path, path);
             hint_seen_len = len;
+            syscall(SYS_unlinkat, AT_FDCWD, path, 0);
         }
         // The directory on tmpfs is ours and usable: an image exec'ing from here left its hint
         // there (hint_dir), never in the log directory. One lookup less per process.

@@ -24,6 +24,17 @@ kill -KILL "$victim"
 wait "$victim"; rc=$?
 [ $rc = 137 ] || fail "SIGKILLed fixture exited $rc, want 137"
 
+# An exec'd image killed before its first flush (SIGKILL here; `ls | head`'s SIGPIPE alike)
+# leaves no exec hint behind: the image removes it when it starts. One stale hint would cost
+# every later watched process of this user a lookup in the hint directory.
+wj logs_exec_killed bash -c 'exec sh -c "echo \$\$; kill -KILL \$\$"' > exec_killed.out 2>&1
+victim=$(head -n 1 exec_killed.out)
+case $victim in ''|*[!0-9]*) fail "exec then SIGKILL: no pid printed: $(cat exec_killed.out)" ;; esac
+for hint in "/dev/shm/wedjat-$(id -u)/exec.$victim" "logs_exec_killed/.exec.$victim"; do
+    [ ! -e "$hint" ] || fail "exec'd image killed before its first flush left its hint: $hint"
+done
+grep -q '"reason":"exec"' logs_exec_killed/bash.*.ndjson || fail "exec then SIGKILL: no pre-exec log ending in exec"
+
 pylogs <<'PY'
 def single(mode):
     logs = load_dir(f"logs_{mode}")
