@@ -486,11 +486,17 @@ public struct ProcessEnd: Sendable, Equatable {
     public var bytesAfterEnd: Int64 = 0
     /// Reason `signal`: the signal whose default action ended the process (`SIGTERM`, ...).
     public var signal: String?
+    /// Reason `exec`: the path the program asked to execute.
+    public var exec: String?
+    /// Reason `exec`: why the next image will not be watched (`setuid`, `static`, ...), if so.
+    public var execUnwatched: String?
     public init(ts: Int64, pid: Int, tid: Int? = nil, reason: String, exitStatus: Int? = nil, durationUs: Int64? = nil,
                 records: [String: Int64] = [:], droppedEvents: Int64 = 0, droppedRecords: Int64 = 0,
                 openConnections: Int64 = 0, untrackedConnections: Int64 = 0, captureDropped: Int64 = 0,
-                signal: String? = nil, bytesAfterEnd: Int64 = 0) {
+                signal: String? = nil, bytesAfterEnd: Int64 = 0, exec: String? = nil, execUnwatched: String? = nil) {
         self.signal = signal
+        self.exec = exec
+        self.execUnwatched = execUnwatched
         self.bytesAfterEnd = bytesAfterEnd
         self.ts = ts; self.pid = pid; self.tid = tid; self.reason = reason; self.exitStatus = exitStatus
         self.durationUs = durationUs; self.records = records; self.droppedEvents = droppedEvents
@@ -693,7 +699,8 @@ extension Record {
                 openConnections: try f.int64("open_connections") ?? 0,
                 untrackedConnections: try f.int64("untracked_connections") ?? 0,
                 captureDropped: try f.int64("capture_dropped") ?? 0,
-                signal: try f.string("signal"), bytesAfterEnd: try f.int64("bytes_after_end") ?? 0))
+                signal: try f.string("signal"), bytesAfterEnd: try f.int64("bytes_after_end") ?? 0,
+                exec: try f.string("exec"), execUnwatched: try f.string("exec_unwatched")))
         }
     }
 }

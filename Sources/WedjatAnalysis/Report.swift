@@ -272,7 +272,8 @@ public struct Report: Codable, Sendable {
     }
 
     public struct WarningItem: Codable, Sendable {
-        /// `drops`, `no_end`, `config`, `warning` (wedjat's own), `exec_failed` or `reader`.
+        /// `drops`, `no_end`, `config`, `warning` (wedjat's own), `exec_failed`, `exec_unwatched`,
+        /// `exec_no_log` (an exec whose next image has no log here) or `reader`.
         public var kind: String
         public var file: String?
         public var line: Int?
@@ -296,7 +297,10 @@ extension Report {
             let status: String
             if let end = l.end {
                 switch end.reason {
-                case "exec": status = next.map { "exec → \(logs[$0].program)" } ?? "exec"
+                case "exec":
+                    if let next { status = "exec → \(logs[next].program)" }
+                    else if let why = end.execUnwatched { status = "exec, not watched (\(why))" }
+                    else { status = "exec, no log after it" }
                 case "exit", "_exit", "quick_exit": status = "\(end.reason) \(end.exitStatus.map(String.init) ?? "?")"
                 case "signal": status = "killed by \(end.signal ?? "a signal")"
                 default: status = end.reason
@@ -349,6 +353,22 @@ extension Report {
         for l in logs where l.end == nil {
             let msg = "no process_end: killed by a signal, or still running"
             warnings.append(WarningItem(kind: "no_end", file: l.path, line: nil, pid: l.pid, message: msg,
+                                        text: "pid \(l.pid) \(l.program): \(msg) (\(l.fileName))"))
+        }
+        // An exec whose next image has no log here: said, since that image's work is missing.
+        for (i, l) in logs.enumerated() where l.end?.reason == "exec" && execSuccessor[i] == nil {
+            let target = l.end?.exec.map { " \($0)" } ?? ""
+            let kind: String, msg: String
+            if let why = l.end?.execUnwatched {
+                kind = "exec_unwatched"
+                msg = "exec'd\(target), which wedjat cannot watch (\(Report.unwatchedReason(why)))"
+            } else {
+                kind = "exec_no_log"
+                msg = "exec'd\(target), whose image has no log here: still running before its first flush, "
+                    + "ended by a signal before it (SIGKILL, or SIGPIPE and others at their default action), "
+                    + "or logging to another directory"
+            }
+            warnings.append(WarningItem(kind: kind, file: l.path, line: nil, pid: l.pid, message: msg,
                                         text: "pid \(l.pid) \(l.program): \(msg) (\(l.fileName))"))
         }
         warnings += Report.segmentWarnings(logs)
@@ -409,5 +429,19 @@ extension Report {
         drops = Report.dropRows(logs)
         self.warnings = warnings
         completeHeadline(analysis)
+    }
+}
+
+extension Report {
+    /// `process_end.exec_unwatched` in words.
+    static func unwatchedReason(_ code: String) -> String {
+        switch code {
+        case "no_preload": return "its environment drops LD_PRELOAD"
+        case "disabled": return "WEDJAT_DISABLE=1 in its environment"
+        case "setuid", "setgid", "file_capabilities":
+            return "\(code.replacingOccurrences(of: "_", with: " ")): the loader ignores LD_PRELOAD in secure execution"
+        case "static": return "statically linked: no dynamic loader to preload wedjat"
+        default: return code
+        }
     }
 }
