@@ -363,12 +363,13 @@ extension Record {
 
     /// Parses `bytes` into `document` (reused from line to line) and decodes the record.
     static func decode(_ bytes: UnsafeRawBufferPointer, into document: JSONDocument) throws(LineDecodeError) -> Record {
-        // Most lines are `http` records in wedjat's own plain shape: read in one pass.
+        // Most lines are `http` and `connection` records in wedjat's own plain shape: read in one pass.
         if let h = HTTPLineDecoder.decode(bytes, keepHeaders: document.keepStringMaps, strings: document.strings) { return .http(h) }
+        if let c = ConnectionLineDecoder.decode(bytes, strings: document.strings) { return .connection(c) }
         return try decodeParsed(bytes, into: document)
     }
 
-    /// `decode(_:into:)` without the `http` fast path: the line parsed into `document` first.
+    /// `decode(_:into:)` without the `http` and `connection` fast paths: the line parsed into `document` first.
     static func decodeParsed(_ bytes: UnsafeRawBufferPointer, into document: JSONDocument) throws(LineDecodeError) -> Record {
         guard document.parse(bytes) else { throw .invalidJSON }
         guard document.rootIsObject else { throw .notAnObject }
