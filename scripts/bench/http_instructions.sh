@@ -24,7 +24,8 @@
 # Prints instructions per call / per request, what wedjat adds (and in % of plain), and for
 # the socket calls the ratio to the floor's addition.
 #   scripts/bench/http_instructions.sh LIBDIR [--cache-sim] [--only sock|nginx|node|framer]
-# --cache-sim: also D1 and LL (last level) data misses per call / request (slower).
+# --cache-sim: also D1 and LL (last level) data misses and I1 (instruction) misses per call /
+# request (slower).
 # Targets (issue: HTTP at line rate): nginx with HTTP parsing <= +25% instructions per
 # request (stretch +10%), WEDJAT_HTTP=0 <= +5%; per socket call <= 1.5x the floor's addition.
 # Talks only to 127.0.0.1; every server it starts is stopped by its PID.
@@ -59,40 +60,47 @@ if [ -f "$floor_src" ]; then
     gcc -O2 -shared -fPIC -DRING_OVERWRITE -o "$work/floor.so" "$floor_src" -ldl && floor=$work/floor.so
 fi
 
-# counts OUT CMD...: runs CMD under cachegrind; prints "instructions d1_misses ll_misses"
-# (all threads; misses 0 without --cache-sim).
+# cg_summary FILE: a cachegrind output's totals, "instructions d1_misses ll_misses i1_misses"
+# (all threads; misses 0 without --cache-sim). I1: where the program's own code is large (node's
+# JIT and V8), wedjat's hot path is fetched into the instruction cache again every request.
+cg_summary() {
+    awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
+         /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
+         END { printf "%d %d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"], v["I1mr"] }' "$1"
+}
+
+# counts OUT CMD...: runs CMD under cachegrind; prints its cg_summary.
 counts() {
     local out=$1
     shift
     valgrind --tool=cachegrind --trace-children=yes --cache-sim="$cache_sim" --cachegrind-out-file="$out" "$@" >/dev/null 2>"$out.err" ||
         { echo "failed: $* ($(tail -3 "$out.err"))" >&2; return 1; }
-    awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
-         /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
-         END { printf "%d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' "$out"
+    cg_summary "$out"
 }
 
-# per PREFIX SMALL BIG UNITS: counts of the two sizes -> per-unit figures "ir d1 ll"
+# per PREFIX UNITS: counts of the two sizes -> per-unit figures "ir d1 ll i1"
 per() {
-    read -r i1 d1 l1 < "$work/$1.small"
-    read -r i2 d2 l2 < "$work/$1.big"
-    awk -v a="$i1" -v b="$i2" -v c="$d1" -v d="$d2" -v e="$l1" -v f="$l2" -v u="$2" \
-        'BEGIN { printf "%.1f %.2f %.3f\n", (b - a) / u, (d - c) / u, (f - e) / u }'
+    read -r i1 d1 l1 c1 < "$work/$1.small"
+    read -r i2 d2 l2 c2 < "$work/$1.big"
+    awk -v a="$i1" -v b="$i2" -v c="$d1" -v d="$d2" -v e="$l1" -v f="$l2" -v g="$c1" -v h="$c2" -v u="$2" \
+        'BEGIN { printf "%.1f %.2f %.3f %.2f\n", (b - a) / u, (d - c) / u, (f - e) / u, (h - g) / u }'
 }
 
 report() {  # report LABEL UNIT PLAIN_PREFIX PREFIX...
     local label=$1 unit=$2 base=$3
     shift 3
-    read -r bi bd bl <<< "$(per "$base" "$units")"
+    read -r bi bd bl bc <<< "$(per "$base" "$units")"
     printf "%s\n  %-22s %10.1f instructions/%s" "$label" "plain" "$bi" "$unit"
-    [ "$cache_sim" = yes ] && printf "  D1 misses %.2f  LL misses %.3f" "$bd" "$bl"
+    [ "$cache_sim" = yes ] && printf "  D1 misses %.2f  LL misses %.3f  I1 misses %.2f" "$bd" "$bl" "$bc"
     printf "\n"
     for p in "$@"; do
         [ -f "$work/$p.small" ] || continue
-        read -r i d l <<< "$(per "$p" "$units")"
+        read -r i d l c <<< "$(per "$p" "$units")"
         printf "  %-22s %10.1f instructions/%s  added %+8.1f (%+.1f%%)" "${p#*.}" "$i" "$unit" \
             "$(awk -v a="$i" -v b="$bi" 'BEGIN { print a - b }')" "$(awk -v a="$i" -v b="$bi" 'BEGIN { print (a / b - 1) * 100 }')"
-        [ "$cache_sim" = yes ] && printf "  D1 misses %+.2f  LL misses %+.3f" \
-            "$(awk -v a="$d" -v b="$bd" 'BEGIN { print a - b }')" "$(awk -v a="$l" -v b="$bl" 'BEGIN { print a - b }')"
+        [ "$cache_sim" = yes ] && printf "  D1 misses %+.2f  LL misses %+.3f  I1 misses %+.2f" \
+            "$(awk -v a="$d" -v b="$bd" 'BEGIN { print a - b }')" "$(awk -v a="$l" -v b="$bl" 'BEGIN { print a - b }')" \
+            "$(awk -v a="$c" -v b="$bc" 'BEGIN { print a - b }')"
         printf "\n"
     done
 }
@@ -180,9 +188,7 @@ CONF
         { echo "h2load: $(grep requests: "$work/h2load.$prefix.$n")" >&2; }
     kill -QUIT "$pid"
     wait "$pid" || true
-    awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
-         /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
-         END { printf "%d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' "$work/cg.$prefix.$n"
+    cg_summary "$work/cg.$prefix.$n"
 }
 
 if { [ -z "$only" ] || [ "$only" = nginx ]; } && command -v nginx >/dev/null && command -v h2load >/dev/null; then
@@ -239,9 +245,7 @@ JS
         h2load --h1 -n "$n" -c 8 "http://127.0.0.1:$port/" > "$work/h2load.node.$prefix.$n" 2>&1
         kill -TERM "$pid"
         wait "$pid" || true
-        awk '/^events:/ { for (i = 2; i <= NF; i++) name[i] = $i }
-             /^summary:/ { for (i = 2; i <= NF; i++) v[name[i]] = $i }
-             END { printf "%d %d %d\n", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' "$work/cg.node.$prefix.$n"
+        cg_summary "$work/cg.node.$prefix.$n"
     }
     for cfg in plain http0 default; do
         envs=()
@@ -263,7 +267,7 @@ if [ -z "$only" ] || [ "$only" = framer ]; then
         "$here/h1_framer.c" "$root/CShims/common/http1.c" "$root/CShims/common/http_counts.c" -o "$work/h1_framer"
     counts "$work/cg.framer" "$work/h1_framer" 2000 > "$work/framer.small"
     counts "$work/cg.framer" "$work/h1_framer" 12000 > "$work/framer.big"
-    read -r fi_ fd_ fl_ < <(per framer "$units")
+    read -r fi_ fd_ fl_ _ < <(per framer "$units")
     printf "C HTTP/1 framer alone (nginx's exchange, counted):\n  %-22s %10.1f instructions/exchange" framer "$fi_"
     [ "$cache_sim" = yes ] && printf "  D1 misses %.2f  LL misses %.3f" "$fd_" "$fl_"
     printf "\n"
