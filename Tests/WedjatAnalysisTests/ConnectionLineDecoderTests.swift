@@ -101,42 +101,14 @@ final class ConnectionLineDecoderTests: XCTestCase {
     /// Thousands of randomly damaged copies of wedjat's line (seeded; WEDJAT_PROPERTY_ROUNDS
     /// for more): the two paths always agree.
     func testDamagedLinesAgree() {
-        var rng = SplitMix64(seed: 0xC0_4242)
-        let rounds = Int(ProcessInfo.processInfo.environment["WEDJAT_PROPERTY_ROUNDS"] ?? "") ?? 4000
-        let alphabet = Array(#"{}[]":,.-+eE0123456789 tfnul\"x/é"#.utf8) + [0x00, 0x09, 0x0A, 0x7F, 0x80, 0xFF]
-        let base = Array(Self.canonical.utf8)
         var fastTaken = 0
-        for _ in 0 ..< rounds {
-            var b = base
-            for _ in 0 ..< 1 + Int(rng.next() % 3) {
-                let at = Int(rng.next() % UInt64(b.count))
-                switch rng.next() % 4 {
-                case 0: b.remove(at: at)
-                case 1: b.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: at)
-                case 2: b[at] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
-                default:
-                    // A digit for a digit: often still a good line, through the fast path.
-                    if b[at] >= 0x30, b[at] <= 0x39 { b[at] = 0x30 + UInt8(rng.next() % 10) }
-                }
-            }
+        DamagedLines.forEach(of: Self.canonical, seed: 0xC0_4242) { b in
             b.withUnsafeBytes { u in
                 let r = both(u)
                 if r.fast { fastTaken += 1 }
                 XCTAssertEqual(r.viaDecode, r.general, String(decoding: u, as: UTF8.self))
             }
         }
-        XCTAssertGreaterThan(fastTaken, rounds / 10, "the fast path was exercised")
-    }
-}
-
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        XCTAssertGreaterThan(fastTaken, DamagedLines.rounds / 10, "the fast path was exercised")
     }
 }
