@@ -1,4 +1,5 @@
 import Foundation
+@testable import WedjatAnalysis
 
 /// Seeded random damage to one good log line, for the tests that hold a one-pass decoder to the
 /// general path (HTTPLineDecoderTests, ConnectionLineDecoderTests): one to three edits a copy
@@ -8,7 +9,7 @@ enum DamagedLines {
     static var rounds: Int { Int(ProcessInfo.processInfo.environment["WEDJAT_PROPERTY_ROUNDS"] ?? "") ?? 4000 }
 
     static func forEach(of line: String, seed: UInt64, _ body: ([UInt8]) -> Void) {
-        var rng = SplitMix64(seed: seed)
+        var rng = SplitMix(state: seed)   // the reservoir sample's generator (RequestCollector.swift)
         let alphabet = Array(#"{}[]":,.-+eE0123456789 tfnul\"x/é"#.utf8) + [0x00, 0x09, 0x0A, 0x7F, 0x80, 0xFF]
         let base = Array(line.utf8)
         for _ in 0 ..< rounds {
@@ -25,18 +26,5 @@ enum DamagedLines {
             }
             body(b)
         }
-    }
-}
-
-/// SplitMix64: a small seeded generator, the same sequence on every run.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
