@@ -221,7 +221,10 @@ public struct RunAnalysis: Sendable {
                             collectRequests: Bool = true) throws(LoadFailure) -> RunAnalysis {
         var analysis = RunAnalysis(slowest: slowest, collectRequests: collectRequests)
         var reader = reader
-        if reader.threads > 1 { analysis.side = SideAggregator() }
+        // Only with a core to spare beyond the applying thread and a decoding one: on two, the
+        // hand-off (each record copied into a batch) costs more CPU than the thread frees
+        // (docs/PERFORMANCE.md, "2026-11-28 (night)").
+        if reader.threads >= SideAggregator.minThreads { analysis.side = SideAggregator() }
         do {
             try reader.read(paths: paths) { (origin: LogReader.RecordOrigin, record) in
                 analysis.add(record, file: origin.log, line: origin.line, segmentFile: origin.file)
@@ -401,6 +404,8 @@ private final class SideAggregator: @unchecked Sendable {
     /// Batches handed over and not yet done: the applying thread waits above a few (memory).
     private let slots = DispatchSemaphore(value: 4)
     private static let batchSize = 2048
+    /// Reader threads (cores) from which the side thread is used.
+    static let minThreads = 3
 
     init() { batch.reserveCapacity(Self.batchSize) }
 

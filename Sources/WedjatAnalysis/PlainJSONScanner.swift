@@ -40,15 +40,22 @@ struct PlainJSONScanner {
         i += 1
         let start = i
         // Eight bytes at a time while none is a quote, a backslash, a control character,
-        // DEL or non-ASCII (each test is exact: nonzero only when some byte matches); the
-        // word that has one goes through the byte loop below.
+        // DEL or non-ASCII (each test is exact: nonzero only when some byte matches, and its
+        // lowest set bit is in the first byte that matches, since a borrow only runs upwards).
+        // That first byte ends the string when it is the quote; anything else is the general
+        // path's, as in the byte loop below (for the last few bytes of a line).
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
         while n - i >= 8 {
             let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
             let special = hasZero(w ^ (ones &* 0x22)) | hasZero(w ^ (ones &* 0x5C)) | hasZero(w ^ (ones &* 0x7F))
                 | (w & highs) | ((w &- ones &* 0x20) & ~w & highs)
-            if special != 0 { break }
+            if special != 0 {
+                let at = i + (special.trailingZeroBitCount >> 3)
+                guard p[at] == UInt8(ascii: "\"") else { return nil }
+                i = at + 1
+                return start ..< at
+            }
             i += 8
         }
         while i < n {

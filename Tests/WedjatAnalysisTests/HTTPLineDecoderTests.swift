@@ -53,6 +53,27 @@ final class HTTPLineDecoderTests: XCTestCase {
         }
     }
 
+    /// Strings of every length, and a quote's escape, a control character, DEL or a non-ASCII
+    /// character at every place of them (the scan takes eight bytes at a time and ends at the
+    /// first special byte of a word): plain ones are taken with their exact value, the others
+    /// go the general way, with the same result.
+    func testStringsWithASpecialByteAtEveryPlace() {
+        for length in 0 ... 24 {
+            let plain = String(repeating: "a", count: length)
+            let line = replacing(#""path":"/v1/items""#, #""path":"\#(plain)""#)
+            assertSame(line, fast: true)
+            var l = line
+            XCTAssertEqual(l.withUTF8 { HTTPLineDecoder.decode(UnsafeRawBufferPointer($0), keepHeaders: false)?.path }, plain)
+            for at in 0 ..< length {
+                for special in [#"\""#, #"\\"#, #"\u0041"#, "\u{01}", "\u{7F}", "é"] {
+                    let s = String(plain.prefix(at)) + special + String(plain.dropFirst(at))
+                    assertSame(replacing(#""path":"/v1/items""#, #""path":"\#(s)""#), fast: false)
+                    assertSame(replacing(#""host":"api-199.example.com""#, #""host":"\#(s)""#), fast: false)
+                }
+            }
+        }
+    }
+
     private func replacing(_ old: String, _ new: String) -> String {
         precondition(Self.canonical.contains(old))
         return Self.canonical.replacingOccurrences(of: old, with: new)
