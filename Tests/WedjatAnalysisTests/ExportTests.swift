@@ -102,6 +102,23 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(((entries[0]["response"] as? [String: Any])?["content"] as? [String: Any])?["mimeType"] as? String, "text/plain")
     }
 
+    /// Each side's headers: only the keys with its prefix, sorted by key, the name after the
+    /// prefix (an empty one included), values escaped; a key whose prefix is followed by a
+    /// combining mark is not the prefix (Swift's hasPrefix), and `content-type` is the mimeType.
+    func testHARHeadersBySide() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        var body = Line.start(pid: 1, ts: 1000, exe: "/c")
+        body += #"{"type":"http","ts":9000,"pid":1,"conn_id":1,"role":"client","method":"GET","host":"h","path":"/","version":"HTTP/1.1","status":200,"request_index":1,"reused":true,"request_start_ts":5000,"request_end_ts":5100,"response_start_ts":8000,"response_end_ts":9000,"headers":{"request.x-b":"2","request.":"empty","request.\u0301x":"mark","requestx":"no dot","request.a":"\"q\"\\ é","response.z":"z","response.content-type":"text/html","response.a":"a","other.k":"v"}}"# + "\n"
+        try dir.write("c.1.1000.ndjson", body + Line.end(pid: 1, ts: 2_000_000))
+        let entries = try XCTUnwrap((try json(try Self.harStream(of: dir.path, runLength: 10))["log"] as? [String: Any])?["entries"] as? [[String: Any]])
+        let request = try XCTUnwrap(entries.first?["request"] as? [String: Any]), response = try XCTUnwrap(entries.first?["response"] as? [String: Any])
+        let pairs = { (side: [String: Any]) in ((side["headers"] as? [[String: String]]) ?? []).map { "\($0["name"] ?? "?")=\($0["value"] ?? "?")" } }
+        XCTAssertEqual(pairs(request), ["=empty", "a=\"q\"\\ é", "x-b=2"])
+        XCTAssertEqual(pairs(response), ["a=a", "content-type=text/html", "z=z"])
+        XCTAssertEqual((response["content"] as? [String: Any])?["mimeType"] as? String, "text/html")
+    }
+
     /// The HAR of the logs in `path`, through HARStream with sorted runs of `runLength` entries.
     static func harStream(of path: String, runLength: Int) throws -> String {
         let context = ExportContext()

@@ -84,8 +84,21 @@ final class HARWriter {
 
     func string(_ s: String) {
         valueStart()
-        var s = s
-        s.withUTF8 { escaped($0) }
+        // In place (a copy to call `withUTF8` on costs a retain and a release of a string that
+        // other threads' records share).
+        if s.utf8.withContiguousStorageIfAvailable({ escaped($0) }) == nil {
+            var s = s
+            s.withUTF8 { escaped($0) }
+        }
+    }
+
+    /// `s` without its first `count` bytes (a prefix of ASCII), as a JSON string.
+    func string(_ s: String, droppingFirst count: Int) {
+        valueStart()
+        if s.utf8.withContiguousStorageIfAvailable({ escaped(UnsafeBufferPointer(rebasing: $0[count...])) }) == nil {
+            var s = s
+            s.withUTF8 { escaped(UnsafeBufferPointer(rebasing: $0[count...])) }
+        }
     }
 
     func string(_ s: Substring) {
