@@ -9,80 +9,77 @@ public enum HARExport {
     /// always say `HTTP/2`), so that much is known, and HAR viewers show it as the protocol.
     static let unknownMinorVersion = "HTTP/1.x"
 
-    /// One entry, written into `w` (made with the document's indent and the entry's depth).
+    /// One entry, written into `w` at depth 0 (the merge writes the separators between entries).
     /// `times`: the writer's last formatted second (entries come nearly in time order).
+    ///
+    /// Written as a template: the keys, punctuation and indents of the document's layout (indent
+    /// 2, the entry at level 3: its members at 8 spaces) as literal runs between the values, what
+    /// HARWriter's key/open/close calls made one piece at a time (rendering was half of the
+    /// export's CPU). The same bytes: ExportTests' golden HAR and `testHARTemplateIsTheLayout`,
+    /// which renders entries of every shape both ways.
     static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: HARWriter,
                            times: inout ISO8601Cache) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         let responded = h.responseStartTs != nil
-        func millis(_ us: Int64) { w.fixed(us, 3) }
-        func phase(_ us: Int64?) { if let us { millis(us) } else { w.int(-1) } }
-        w.openObject()
-        w.key("startedDateTime"); w.iso8601(t.startTs, cache: &times)
-        w.key("time"); millis(t.elapsed)
-        w.key("request")
-        w.openObject()
-        w.key("method"); w.string(h.method ?? "")
+        func millis(_ us: Int64) { w.rawFixed(us, 3) }
+        func phase(_ us: Int64?) { if let us { millis(us) } else { w.raw("-1") } }
+        w.raw("{\n        \"startedDateTime\": "); w.rawISO8601(t.startTs, cache: &times)
+        w.raw(",\n        \"time\": "); millis(t.elapsed)
+        w.raw(",\n        \"request\": {\n          \"method\": "); w.rawString(h.method ?? "")
         // h.url, written in parts when it is made of parts.
         let target = h.path ?? ""
-        w.key("url")
-        if target.hasPrefix("/") { w.url(h.schemeOrHTTP, h.host ?? h.peer ?? "", target) } else { w.string(h.url) }
-        w.key("httpVersion"); w.string(h.version ?? fallback)
-        w.key("cookies"); w.openArray(); w.closeArray()
-        w.key("headers"); writeHeaders(h, side: "request.", into: w)
-        w.key("queryString"); writeQueryString(h, into: w)
-        w.key("headersSize"); w.int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
-        w.key("bodySize"); w.int(h.requestBodyBytes)
-        w.closeObject()
-        w.key("response")
-        w.openObject()
-        w.key("status"); w.int(Int64(h.status ?? 0))
-        w.key("statusText"); w.string("")
+        w.raw(",\n          \"url\": ")
+        if target.hasPrefix("/") { w.rawURL(h.schemeOrHTTP, h.host ?? h.peer ?? "", target) } else { w.rawString(h.url) }
+        w.raw(",\n          \"httpVersion\": "); w.rawString(h.version ?? fallback)
+        w.raw(",\n          \"cookies\": [],\n          \"headers\": "); writeHeaders(h, side: "request.", into: w)
+        w.raw(",\n          \"queryString\": "); writeQueryString(h, into: w)
+        w.raw(",\n          \"headersSize\": "); w.rawInt(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
+        w.raw(",\n          \"bodySize\": "); w.rawInt(h.requestBodyBytes)
+        w.raw("\n        },\n        \"response\": {\n          \"status\": "); w.rawInt(Int64(h.status ?? 0))
         // No response: nothing to say; a response without a final status line: version unknown.
-        w.key("httpVersion"); w.string(!responded ? "" : h.finalResponseVersion ?? fallback)
-        w.key("cookies"); w.openArray(); w.closeArray()
-        w.key("headers"); writeHeaders(h, side: "response.", into: w)
-        w.key("content")
-        w.openObject()
-        w.key("size"); w.int(responded ? h.responseBodyBytes : 0)
-        w.key("mimeType"); w.string(h.headers["response.content-type"] ?? "")
-        w.closeObject()
-        w.key("redirectURL"); w.string("")
-        w.key("headersSize"); w.int(responded ? h.responseHeaderBytes : -1)
-        w.key("bodySize"); w.int(responded ? h.responseBodyBytes : -1)
-        w.closeObject()
-        w.key("cache"); w.openObject(); w.closeObject()
-        w.key("timings")
-        w.openObject()
-        w.key("blocked"); phase(t.blocked)
-        w.key("dns"); phase(t.dns)
-        w.key("connect"); phase(t.connect)
-        w.key("send"); millis(t.send)
-        w.key("wait"); millis(t.wait)
-        w.key("receive"); millis(t.receive)
-        w.key("ssl"); phase(t.ssl)
-        w.closeObject()
-        if let peer = h.peer { w.key("serverIPAddress"); w.string(AddressParts.split(peer).host) }
+        w.raw(",\n          \"statusText\": \"\",\n          \"httpVersion\": ")
+        w.rawString(!responded ? "" : h.finalResponseVersion ?? fallback)
+        w.raw(",\n          \"cookies\": [],\n          \"headers\": "); writeHeaders(h, side: "response.", into: w)
+        w.raw(",\n          \"content\": {\n            \"size\": "); w.rawInt(responded ? h.responseBodyBytes : 0)
+        w.raw(",\n            \"mimeType\": "); w.rawString(h.headers["response.content-type"] ?? "")
+        w.raw("\n          },\n          \"redirectURL\": \"\",\n          \"headersSize\": ")
+        w.rawInt(responded ? h.responseHeaderBytes : -1)
+        w.raw(",\n          \"bodySize\": "); w.rawInt(responded ? h.responseBodyBytes : -1)
+        w.raw("\n        },\n        \"cache\": {},\n        \"timings\": {\n          \"blocked\": "); phase(t.blocked)
+        w.raw(",\n          \"dns\": "); phase(t.dns)
+        w.raw(",\n          \"connect\": "); phase(t.connect)
+        w.raw(",\n          \"send\": "); millis(t.send)
+        w.raw(",\n          \"wait\": "); millis(t.wait)
+        w.raw(",\n          \"receive\": "); millis(t.receive)
+        w.raw(",\n          \"ssl\": "); phase(t.ssl)
+        w.raw("\n        }")
+        if let peer = h.peer { w.raw(",\n        \"serverIPAddress\": "); w.rawString(AddressParts.split(peer).host) }
         // Unique within the run (local ports are reused), and the same for every exchange of a
         // connection, which is written before the connection's record.
-        if let id = h.connId { w.key("connection"); w.string(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
-        w.key("_pid"); w.int(Int64(h.pid))
-        if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
-        if let e = h.error { w.key("_error"); w.string(e) }
+        if let id = h.connId { w.raw(",\n        \"connection\": "); w.rawString(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
+        w.raw(",\n        \"_pid\": "); w.rawInt(Int64(h.pid))
+        if let i = h.requestIndex { w.raw(",\n        \"_request_index\": "); w.rawInt(Int64(i)) }
+        if let e = h.error { w.raw(",\n        \"_error\": "); w.rawString(e) }
         // HTTP/2: the stream (streams of one connection share `connection`), gRPC's outcome.
-        if let id = h.streamId { w.key("_stream_id"); w.int(Int64(id)) }
-        if h.pushed { w.key("_pushed"); w.bool(true) }
+        if let id = h.streamId { w.raw(",\n        \"_stream_id\": "); w.rawInt(Int64(id)) }
+        if h.pushed { w.raw(",\n        \"_pushed\": true") }
         if let g = h.grpc {
-            w.key("_grpc")
-            w.openObject()
-            if let v = g.service { w.key("service"); w.string(v) }
-            if let v = g.method { w.key("method"); w.string(v) }
-            if let v = g.status { w.key("status"); w.int(Int64(v)) }
-            if let v = g.statusName { w.key("status_name"); w.string(v) }
-            w.closeObject()
+            w.raw(",\n        \"_grpc\": ")
+            var first = true
+            func member(_ key: StaticString) {
+                w.raw(first ? "{\n          \"" : ",\n          \"")
+                w.raw(key)
+                w.raw("\": ")
+                first = false
+            }
+            if let v = g.service { member("service"); w.rawString(v) }
+            if let v = g.method { member("method"); w.rawString(v) }
+            if let v = g.status { member("status"); w.rawInt(Int64(v)) }
+            if let v = g.statusName { member("status_name"); w.rawString(v) }
+            w.raw(first ? "{}" : "\n        }")
         }
-        if let c = h.continuedBy { w.key("_continued_by_pid"); w.int(Int64(c)) }
-        w.closeObject()
+        if let c = h.continuedBy { w.raw(",\n        \"_continued_by_pid\": "); w.rawInt(Int64(c)) }
+        w.raw("\n      }")
     }
 
     /// The logged headers of one side (`request.` or `response.`), sorted by key, as
@@ -90,8 +87,8 @@ public enum HARExport {
     /// indices, on the stack: no String, Substring or array made per entry (this was an eighth of
     /// the export's time).
     private static func writeHeaders(_ h: HTTPRecord, side prefix: StaticString, into w: HARWriter) {
-        w.openArray()
         let headers = h.headers
+        var first = true
         if !headers.isEmpty {
             withUnsafeTemporaryAllocation(of: [String: String].Index.self, capacity: headers.count) { picked in
                 var n = 0
@@ -103,15 +100,16 @@ public enum HARExport {
                 var side = UnsafeMutableBufferPointer(rebasing: picked[0 ..< n])
                 if n > 1 { side.sort { headers.keys[$0] < headers.keys[$1] } }
                 for index in side {
-                    w.openObject()
-                    w.key("name"); w.string(headers.keys[index], droppingFirst: prefix.utf8CodeUnitCount)
-                    w.key("value"); w.string(headers.values[index])
-                    w.closeObject()
+                    w.raw(first ? "[\n            {\n              \"name\": " : ",\n            {\n              \"name\": ")
+                    first = false
+                    w.rawString(headers.keys[index], droppingFirst: prefix.utf8CodeUnitCount)
+                    w.raw(",\n              \"value\": "); w.rawString(headers.values[index])
+                    w.raw("\n            }")
                 }
                 _ = side.deinitialize()
             }
         }
-        w.closeArray()
+        w.raw(first ? "[]" : "\n          ]")
     }
 
     /// `k.hasPrefix(prefix)`, on the bytes when the name goes on with ASCII (a combining mark
@@ -131,18 +129,19 @@ public enum HARExport {
 
     /// The query's parameters, unless wedjat redacted it (`?REDACTED` hides how many there were).
     private static func writeQueryString(_ h: HTTPRecord, into w: HARWriter) {
-        w.openArray()
+        var first = true
         // Most targets have no `?` at all: seen on the bytes before looking for the character.
         if let path = h.path, path.utf8.contains(UInt8(ascii: "?")), let query = h.targetQuery, query != "REDACTED", !query.isEmpty {
             for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
-                w.openObject()
-                w.key("name"); w.string(decoded(parts[0]))
-                w.key("value"); w.string(parts.count > 1 ? decoded(parts[1]) : "")
-                w.closeObject()
+                w.raw(first ? "[\n            {\n              \"name\": " : ",\n            {\n              \"name\": ")
+                first = false
+                w.rawString(decoded(parts[0]))
+                w.raw(",\n              \"value\": "); w.rawString(parts.count > 1 ? decoded(parts[1]) : "")
+                w.raw("\n            }")
             }
         }
-        w.closeArray()
+        w.raw(first ? "[]" : "\n          ]")
     }
 }

@@ -82,8 +82,41 @@ final class HARWriter {
         pendingValue = true
     }
 
-    func string(_ s: String) {
-        valueStart()
+    func string(_ s: String) { valueStart(); rawString(s) }
+
+    /// `s` without its first `count` bytes (a prefix of ASCII), as a JSON string.
+    func string(_ s: String, droppingFirst count: Int) { valueStart(); rawString(s, droppingFirst: count) }
+
+    func string(_ s: Substring) { valueStart(); rawString(s) }
+
+    func int(_ v: Int64) { valueStart(); writeInt(v) }
+
+    func bool(_ v: Bool) { valueStart(); if v { put("true") } else { put("false") } }
+
+    /// `"<a><separator><b>"`: two integers as one string (`4242-17`), with no String made.
+    func string(_ a: Int64, _ separator: UInt8, _ b: Int64) { valueStart(); rawString(a, separator, b) }
+
+    /// As JSONBytes.fixed.
+    func fixed(_ units: Int64, _ decimals: Int) { valueStart(); rawFixed(units, decimals) }
+
+    /// `2025-11-22T03:35:10.202200Z` (ExportTime.iso8601, as a JSON string) with no String made:
+    /// the date and time of day come from `gmtime_r` once per second, kept in `cache`.
+    func iso8601(_ us: Int64, cache: inout ISO8601Cache) { valueStart(); rawISO8601(us, cache: &cache) }
+
+    /// `"<a>://<b><c>"`: a URL from its parts, as one string, with no String made.
+    func url(_ scheme: String, _ authority: String, _ target: String) { valueStart(); rawURL(scheme, authority, target) }
+
+    // The values alone, and literal bytes: for a layout written as a template (HARExport's
+    // entries), which leaves the writer's own layout state as it found it.
+
+    /// Bytes as they are (a template's keys, punctuation and indents).
+    @inline(__always) func raw(_ s: StaticString) { put(s) }
+
+    func rawInt(_ v: Int64) { writeInt(v) }
+
+    func rawFixed(_ units: Int64, _ decimals: Int) { out.fixed(units, decimals) }
+
+    func rawString(_ s: String) {
         // In place (a copy to call `withUTF8` on costs a retain and a release of a string that
         // other threads' records share).
         if s.utf8.withContiguousStorageIfAvailable({ escaped($0) }) == nil {
@@ -92,28 +125,19 @@ final class HARWriter {
         }
     }
 
-    /// `s` without its first `count` bytes (a prefix of ASCII), as a JSON string.
-    func string(_ s: String, droppingFirst count: Int) {
-        valueStart()
+    func rawString(_ s: String, droppingFirst count: Int) {
         if s.utf8.withContiguousStorageIfAvailable({ escaped(UnsafeBufferPointer(rebasing: $0[count...])) }) == nil {
             var s = s
             s.withUTF8 { escaped(UnsafeBufferPointer(rebasing: $0[count...])) }
         }
     }
 
-    func string(_ s: Substring) {
-        valueStart()
+    func rawString(_ s: Substring) {
         var s = s
         s.withUTF8 { escaped($0) }
     }
 
-    func int(_ v: Int64) { valueStart(); writeInt(v) }
-
-    func bool(_ v: Bool) { valueStart(); if v { put("true") } else { put("false") } }
-
-    /// `"<a><separator><b>"`: two integers as one string (`4242-17`), with no String made.
-    func string(_ a: Int64, _ separator: UInt8, _ b: Int64) {
-        valueStart()
+    func rawString(_ a: Int64, _ separator: UInt8, _ b: Int64) {
         put(UInt8(ascii: "\""))
         writeInt(a)
         put(separator)
@@ -121,16 +145,7 @@ final class HARWriter {
         put(UInt8(ascii: "\""))
     }
 
-    /// As JSONBytes.fixed.
-    func fixed(_ units: Int64, _ decimals: Int) {
-        valueStart()
-        out.fixed(units, decimals)
-    }
-
-    /// `2025-11-22T03:35:10.202200Z` (ExportTime.iso8601, as a JSON string) with no String made:
-    /// the date and time of day come from `gmtime_r` once per second, kept in `cache`.
-    func iso8601(_ us: Int64, cache: inout ISO8601Cache) {
-        valueStart()
+    func rawISO8601(_ us: Int64, cache: inout ISO8601Cache) {
         let seconds = ISO8601Cache.floorDiv(us, 1_000_000)
         if seconds != cache.second || cache.prefix.isEmpty {
             cache.second = seconds
@@ -149,9 +164,7 @@ final class HARWriter {
 
     @inline(__always) private func writeInt(_ v: Int64) { out.decimal(v) }
 
-    /// `"<a>://<b><c>"`: a URL from its parts, as one string, with no String made.
-    func url(_ scheme: String, _ authority: String, _ target: String) {
-        valueStart()
+    func rawURL(_ scheme: String, _ authority: String, _ target: String) {
         put(UInt8(ascii: "\""))
         var (a, b, c) = (scheme, authority, target)
         a.withUTF8 { escapedBody($0) }
