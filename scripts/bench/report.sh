@@ -16,6 +16,8 @@
 #    simdjson 3's parser on the same lines (scripts/bench/simdjson_parse.cpp, libsimdjson-dev).
 # Target: report >= 100 MB/s (exit 1 below it; WEDJAT_BENCH_MIN_MBPS to change); every export at
 # least half the report's MB/s (exit 1 otherwise). WEDJAT_READ_THREADS sets the reader's threads.
+# The report, DuckDB and the exports run WEDJAT_BENCH_ROUNDS times (default 5), interleaved; the
+# times printed are medians (one run of each moves by 10-20% on a shared VM), peak RSS the largest.
 # The log is kept in WEDJAT_BENCH_DIR (default /tmp/wedjat-report-bench) and reused when its
 # size matches. WEDJAT_SCRATCH: the build directory (default .build-release).
 set -euo pipefail
@@ -56,8 +58,15 @@ timed() {
     python3 -c "print(f'{($t1 - $t0) / 1e6:.3f}')"
 }
 
+rounds=${WEDJAT_BENCH_ROUNDS:-5}
+# median T...: the median of the times; peak: the largest RSS so far of a tool (in $dir/rss.TOOL).
+median() { python3 -c 'import statistics, sys; print(f"{statistics.median(float(x) for x in sys.argv[1:]):.3f}")' "$@"; }
+peak() { local f=$dir/rss.$1 now; now=$(cat "$dir/rss"); [ -s "$f" ] && [ "$(cat "$f")" -ge "$now" ] || echo "$now" > "$f"; }
+rm -f "$dir"/rss.*
+
 report_s=$(timed "$dir/report.json" "$cli" report --format json "$log")
-report_rss=$(cat "$dir/rss")
+report_times=("$report_s")
+peak report
 python3 - "$dir/report.json" > "$dir/report.counts" <<'EOF'
 import json, sys
 for h in json.load(open(sys.argv[1]))["http"]:
@@ -87,7 +96,8 @@ for role, host, records, p50, p99 in rows:
     print(role, host, records)
 EOF
     duck_s=$(timed "$dir/duck.counts" python3 "$dir/duck.py" "$log")
-    duck_rss=$(cat "$dir/rss")
+    duck_times=("$duck_s")
+    peak duck
     python3 - "$dir/report.json" > "$dir/report.records" <<'EOF'
 import json, sys
 for h in json.load(open(sys.argv[1]))["http"]:
@@ -98,11 +108,33 @@ else
     echo "report.sh: the duckdb python package is not installed (scripts/deps.sh installs it): no DuckDB comparison" >&2
 fi
 
-# The exports, each alone, as a user runs them.
+# The exports, each alone, as a user runs them; then more rounds of all, interleaved.
+declare -A export_times
+for r in $(seq "$rounds"); do
+    if [ "$r" -gt 1 ]; then
+        report_times+=("$(timed /dev/null "$cli" report --format json "$log")")
+        peak report
+        if [ -n "$duck_s" ]; then
+            duck_times+=("$(timed /dev/null python3 "$dir/duck.py" "$log")")
+            peak duck
+        fi
+    fi
+    for fmt in har chrome-trace otlp-json; do
+        export_times[$fmt]="${export_times[$fmt]:-} $(timed /dev/null "$cli" export --"$fmt" "$dir/export.$fmt" "$log")"
+        peak "$fmt"
+        rm -f "$dir/export.$fmt"
+    done
+done
+report_s=$(median "${report_times[@]}")
+report_rss=$(cat "$dir/rss.report")
+if [ -n "$duck_s" ]; then
+    duck_s=$(median "${duck_times[@]}")
+    duck_rss=$(cat "$dir/rss.duck")
+fi
 exports=""
 for fmt in har chrome-trace otlp-json; do
-    export_s=$(timed /dev/null "$cli" export --"$fmt" "$dir/export.$fmt" "$log")
-    exports="$exports $fmt:$export_s:$(cat "$dir/rss")"
+    # shellcheck disable=SC2086
+    exports="$exports $fmt:$(median ${export_times[$fmt]}):$(cat "$dir/rss.$fmt")"
     rm -f "$dir/export.$fmt"
 done
 
@@ -130,6 +162,7 @@ done
 hosts=$(wc -l < "$dir/expected.counts")
 requests=$(awk '{ n += $3 } END { print n }' "$dir/expected.counts")
 
+echo "times: medians of $rounds interleaved rounds (jq: one run)"
 python3 - "$mb" "$report_s" "$jq_s" "$report_rss" "$jq_rss" "$min_mbps" "$hosts" "$requests" "${duck_s:-}" "${duck_rss:-0}" \
     "$exports" "$stages" "$simd" "$(nproc)" "${WEDJAT_READ_THREADS:-all}" <<'EOF' || status=1
 import sys
