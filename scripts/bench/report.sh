@@ -83,19 +83,7 @@ jq_rss=$(cat "$dir/rss")
 # record, TTFB p50 and p99), on 2 threads.
 duck_s=""
 if python3 -c "import duckdb" 2>/dev/null; then
-    cat > "$dir/duck.py" <<'EOF'
-import duckdb, sys
-con = duckdb.connect()
-con.execute("SET threads TO 2")
-rows = con.execute("""
-    SELECT role, coalesce(host, peer) AS host, count(*) AS records,
-           quantile_disc(ttfb_us, 0.5) AS p50, quantile_disc(ttfb_us, 0.99) AS p99
-    FROM read_ndjson(?, ignore_errors = true)
-    WHERE type = 'http' GROUP BY ALL""", [sys.argv[1]]).fetchall()
-for role, host, records, p50, p99 in rows:
-    print(role, host, records)
-EOF
-    duck_s=$(timed "$dir/duck.counts" python3 "$dir/duck.py" "$log")
+    duck_s=$(timed "$dir/duck.counts" python3 scripts/bench/duckdb_ttfb.py "$log")
     duck_times=("$duck_s")
     peak duck
     python3 - "$dir/report.json" > "$dir/report.records" <<'EOF'
@@ -115,7 +103,7 @@ for r in $(seq "$rounds"); do
         report_times+=("$(timed /dev/null "$cli" report --format json "$log")")
         peak report
         if [ -n "$duck_s" ]; then
-            duck_times+=("$(timed /dev/null python3 "$dir/duck.py" "$log")")
+            duck_times+=("$(timed /dev/null python3 scripts/bench/duckdb_ttfb.py "$log")")
             peak duck
         fi
     fi

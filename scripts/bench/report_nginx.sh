@@ -64,23 +64,11 @@ trap - EXIT
 bytes=$(cat "$dir"/logs/*.ndjson | wc -c)
 cat "$dir"/logs/*.ndjson > /dev/null   # into the page cache for both tools
 
-cat > "$dir/duck.py" <<'EOF'
-import duckdb, sys
-con = duckdb.connect()
-con.execute("SET threads TO 2")
-rows = con.execute("""
-    SELECT role, coalesce(host, peer) AS host, count(*) AS records,
-           quantile_disc(ttfb_us, 0.5) AS p50, quantile_disc(ttfb_us, 0.99) AS p99
-    FROM read_ndjson(?, ignore_errors = true)
-    WHERE type = 'http' GROUP BY ALL""", [sys.argv[1]]).fetchall()
-for role, host, records, p50, p99 in rows:
-    print(role, host, records)
-EOF
 
 status=0
 "$cli" report --format json "$dir/logs" > "$dir/report.json"
 report_requests=$(python3 -c "import json,sys; print(sum(h['requests'] for h in json.load(open(sys.argv[1]))['http'] if h['role'] == 'server'))" "$dir/report.json")
-duck_records=$(python3 "$dir/duck.py" "$dir/logs/*.ndjson" | awk '$1 == "server" { n += $3 } END { print n + 0 }')
+duck_records=$(python3 scripts/bench/duckdb_ttfb.py "$dir/logs/*.ndjson" | awk '$1 == "server" { n += $3 } END { print n + 0 }')
 echo "h2load: $succeeded requests succeeded; report: $report_requests server requests; DuckDB: $duck_records server records"
 if [ "$report_requests" != "$succeeded" ] || [ "$duck_records" != "$succeeded" ]; then
     echo "FAIL: the counts differ"
@@ -92,7 +80,7 @@ for r in $(seq "$rounds"); do
         if [ "$tool" = report ]; then
             /usr/bin/time -o "$dir/t" -f "%e %U %S" "$cli" report --format json "$dir/logs" > /dev/null
         else
-            /usr/bin/time -o "$dir/t" -f "%e %U %S" python3 "$dir/duck.py" "$dir/logs/*.ndjson" > /dev/null
+            /usr/bin/time -o "$dir/t" -f "%e %U %S" python3 scripts/bench/duckdb_ttfb.py "$dir/logs/*.ndjson" > /dev/null
         fi
         echo "$tool $(cat "$dir/t")"
     done
