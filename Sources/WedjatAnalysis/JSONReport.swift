@@ -8,7 +8,15 @@ public enum JSONReport {
         try renderInTwo(report) ?? encode(report) + "\n"
     }
 
+    /// ReportJSONEncoder's bytes, which are JSONEncoder's; JSONEncoder itself for what that one
+    /// does not follow.
     static func encode<T: Encodable>(_ value: T) throws -> String {
+        if let text = try? ReportJSONEncoder.encode(value) { return text }
+        return try foundationEncode(value)
+    }
+
+    /// Foundation's JSONEncoder with the report's settings (ReportJSONEncoderTests' reference).
+    static func foundationEncode<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
