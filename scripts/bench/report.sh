@@ -150,7 +150,7 @@ done
 hosts=$(wc -l < "$dir/expected.counts")
 requests=$(awk '{ n += $3 } END { print n }' "$dir/expected.counts")
 
-echo "times: medians of $rounds interleaved rounds (jq: one run)"
+echo "times: medians of $rounds interleaved rounds (jq: one run); each round's: report ${report_times[*]}; DuckDB ${duck_times[*]:-}"
 python3 - "$mb" "$report_s" "$jq_s" "$report_rss" "$jq_rss" "$min_mbps" "$hosts" "$requests" "${duck_s:-}" "${duck_rss:-0}" \
     "$exports" "$stages" "$simd" "$(nproc)" "${WEDJAT_READ_THREADS:-all}" <<'EOF' || status=1
 import sys
