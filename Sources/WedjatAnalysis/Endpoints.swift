@@ -140,11 +140,14 @@ public struct EndpointCollection: Sendable {
     }
 
     mutating func add(_ h: HTTPRecord) {
-        if let l = last, l.path == h.path, l.host == h.host, l.method == h.method, l.role == h.role, l.peer == h.peer {
+        // The peer names the endpoint's host only when the record has no host (HTTPKey): a
+        // server's exchanges from many clients' ports are one endpoint, found without a hash.
+        let peer = h.host == nil ? h.peer : nil
+        if let l = last, l.path == h.path, l.host == h.host, l.method == h.method, l.role == h.role, l.peer == peer {
             stats[l.at].add(h)
             return
         }
-        let raw = RawKey(role: h.role, host: h.host, peer: h.peer, method: h.method, path: h.path)
+        let raw = RawKey(role: h.role, host: h.host, peer: peer, method: h.method, path: h.path)
         let i: Int
         if let known = placed[raw] {
             i = known
@@ -154,7 +157,7 @@ public struct EndpointCollection: Sendable {
             placed[raw] = i
         }
         stats[i].add(h)
-        last = (h.role, h.host, h.peer, h.method, h.path, i)
+        last = (h.role, h.host, peer, h.method, h.path, i)
     }
 
     mutating func add(_ s: HTTPSummaryRecord) {
