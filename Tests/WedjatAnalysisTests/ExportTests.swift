@@ -664,36 +664,32 @@ final class ExportTests: XCTestCase {
         }
     }
 
-    /// The HAR entries' writer lays out what JSONBytes lays out (same indent and level), to the byte:
-    /// nesting, empty containers, escapes, numbers, URLs in parts, timestamps from its per-second cache.
-    func testHARWriterWritesWhatJSONBytesWrites() {
-        let h = HARWriter(capacity: 16, indent: 2, level: 3)
-        var j = JSONBytes(indent: 2, level: 3)
-        var times = ISO8601Cache()
-        for round in 0 ..< 3 {
-            h.openObject(); j.openObject()
-            h.key("s"); j.key("s"); h.string("quote \" and \\ tab\t\u{1} ünï"); j.string("quote \" and \\ tab\t\u{1} ünï")
-            h.key("sub"); j.key("sub"); h.string("request.x-é\n"[...].dropFirst(8)); j.string("request.x-é\n"[...].dropFirst(8))
-            h.key("empty"); j.key("empty"); h.openArray(); j.openArray(); h.closeArray(); j.closeArray()
-            h.key("obj"); j.key("obj"); h.openObject(); j.openObject(); h.closeObject(); j.closeObject()
-            h.key("list"); j.key("list"); h.openArray(); j.openArray()
-            for i in [0, -1, 7, Int64.max, Int64.min + 1, 1_234_567] {
-                h.openObject(); j.openObject()
-                h.key("i"); j.key("i"); h.int(i); j.int(i)
-                h.key("f"); j.key("f"); h.fixed(i, 3); j.fixed(i, 3)
-                h.key("b"); j.key("b"); h.bool(i > 0); j.bool(i > 0)
-                h.closeObject(); j.closeObject()
-            }
-            h.closeArray(); j.closeArray()
-            h.key("url"); j.key("url"); h.url("https", "api\"x", "/p?q=1"); j.string("https://api\"x/p?q=1")
-            h.key("conn"); j.key("conn"); h.string(4242, UInt8(ascii: "-"), Int64(round) - 1); j.string("4242-\(round - 1)")
-            for us in [Int64(1_763_782_800_000_001), 1_763_782_800_999_999, 1_763_782_801_000_000, 0, -1, 1_763_782_800_000_002] {
-                h.key("t"); j.key("t"); h.iso8601(us, cache: &times); j.string(ExportTime.iso8601(us))
-            }
-            h.closeObject(); j.closeObject()
+    /// The HAR entries' writer writes each value as JSONBytes writes it, to the byte: escapes,
+    /// a name after its prefix, numbers, URLs in parts, `pid-conn` pairs, timestamps from its
+    /// per-second cache (the layout around them is the entry template's: HARTemplateTests).
+    func testHARWriterValuesAreJSONBytes() {
+        func same(_ write: (HARWriter) -> Void, _ expected: (inout JSONBytes) -> Void, _ what: String) {
+            let h = HARWriter(capacity: 16)
+            var j = JSONBytes()
+            write(h)
+            expected(&j)
+            XCTAssertEqual(String(decoding: h.take(), as: UTF8.self), String(decoding: j.bytes, as: UTF8.self), what)
+            XCTAssertEqual(h.count, 0)
         }
-        XCTAssertEqual(String(decoding: h.take(), as: UTF8.self), String(decoding: j.bytes, as: UTF8.self))
-        XCTAssertEqual(h.count, 0)
+        for s in ["plain", "quote \" and \\ tab\t\u{1} ünï", "", "é中😀\n"] {
+            same({ $0.string(s) }, { $0.string(s) }, s)
+            same({ $0.string("request." + s, droppingFirst: 8) }, { $0.string(s) }, "request." + s)
+        }
+        for i in [0, -1, 7, Int64.max, Int64.min + 1, 1_234_567] {
+            same({ $0.int(i) }, { $0.int(i) }, "\(i)")
+            same({ $0.fixed(i, 3) }, { $0.fixed(i, 3) }, "\(i) / 1000")
+            same({ $0.string(4242, UInt8(ascii: "-"), i) }, { $0.string("4242-\(i)") }, "4242-\(i)")
+        }
+        same({ $0.url("https", "api\"x", "/p?q=1") }, { $0.string("https://api\"x/p?q=1") }, "url")
+        var times = ISO8601Cache()
+        for us in [Int64(1_763_782_800_000_001), 1_763_782_800_999_999, 1_763_782_801_000_000, 0, -1, 1_763_782_800_000_002] {
+            same({ $0.iso8601(us, cache: &times) }, { $0.string(ExportTime.iso8601(us)) }, "\(us)")
+        }
     }
 
     func testAddressesAndURLs() {

@@ -3,18 +3,17 @@ import XCTest
 @testable import WedjatAnalysis
 
 /// HARExport writes an entry as a template (literal keys, punctuation and indents between the
-/// values). The oracle here writes the same entry through HARWriter's structured calls (key,
-/// open, close: the layout JSONBytes makes, `testHARWriterWritesWhatJSONBytesWrites`), as the
-/// export did before; every entry of every shape must come out byte for byte the same.
+/// values). The oracle here writes the same entry through JSONBytes' structured calls (key, open,
+/// close, with the document's indent and the entry's level), as the export did before in its own
+/// writer; every entry of every shape must come out byte for byte the same.
 final class HARTemplateTests: XCTestCase {
     /// The entry through the structured calls.
-    private static func structured(_ h: HTTPRecord, _ t: ExchangeTimings, _ c: ConnectionRecord?, into w: HARWriter,
-                                   times: inout ISO8601Cache) {
+    private static func structured(_ h: HTTPRecord, _ t: ExchangeTimings, _ c: ConnectionRecord?, into w: inout JSONBytes) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? HARExport.unknownMinorVersion
         let responded = h.responseStartTs != nil
         func millis(_ us: Int64) { w.fixed(us, 3) }
         func phase(_ us: Int64?) { if let us { millis(us) } else { w.int(-1) } }
-        func headers(_ prefix: String) {
+        func headers(_ prefix: String, _ w: inout JSONBytes) {
             w.openArray()
             for (k, v) in h.headers.sorted(by: { $0.key < $1.key }) where k.hasPrefix(prefix) {
                 w.openObject()
@@ -25,17 +24,17 @@ final class HARTemplateTests: XCTestCase {
             w.closeArray()
         }
         w.openObject()
-        w.key("startedDateTime"); w.iso8601(t.startTs, cache: &times)
+        w.key("startedDateTime"); w.string(ExportTime.iso8601(t.startTs))
         w.key("time"); millis(t.elapsed)
         w.key("request")
         w.openObject()
         w.key("method"); w.string(h.method ?? "")
         let target = h.path ?? ""
         w.key("url")
-        if target.hasPrefix("/") { w.url(h.schemeOrHTTP, h.host ?? h.peer ?? "", target) } else { w.string(h.url) }
+        w.string(target.hasPrefix("/") ? h.schemeOrHTTP + "://" + (h.host ?? h.peer ?? "") + target : h.url)
         w.key("httpVersion"); w.string(h.version ?? fallback)
         w.key("cookies"); w.openArray(); w.closeArray()
-        w.key("headers"); headers("request.")
+        w.key("headers"); headers("request.", &w)
         w.key("queryString")
         w.openArray()
         if let path = h.path, path.contains("?"), let query = h.targetQuery, query != "REDACTED", !query.isEmpty {
@@ -58,7 +57,7 @@ final class HARTemplateTests: XCTestCase {
         w.key("statusText"); w.string("")
         w.key("httpVersion"); w.string(!responded ? "" : h.finalResponseVersion ?? fallback)
         w.key("cookies"); w.openArray(); w.closeArray()
-        w.key("headers"); headers("response.")
+        w.key("headers"); headers("response.", &w)
         w.key("content")
         w.openObject()
         w.key("size"); w.int(responded ? h.responseBodyBytes : 0)
@@ -80,7 +79,7 @@ final class HARTemplateTests: XCTestCase {
         w.key("ssl"); phase(t.ssl)
         w.closeObject()
         if let peer = h.peer { w.key("serverIPAddress"); w.string(AddressParts.split(peer).host) }
-        if let id = h.connId { w.key("connection"); w.string(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
+        if let id = h.connId { w.key("connection"); w.string("\(h.pid)-\(id)") }
         w.key("_pid"); w.int(Int64(h.pid))
         if let i = h.requestIndex { w.key("_request_index"); w.int(Int64(i)) }
         if let e = h.error { w.key("_error"); w.string(e) }
@@ -145,11 +144,12 @@ final class HARTemplateTests: XCTestCase {
             if rng.next() % 4 == 0 { h.continuedBy = 8 }
             let c = pick(connections)
             guard let t = ExchangeTimings(h, connection: c, lookup: nil) else { continue }
-            let a = HARWriter(indent: 2, level: 3), b = HARWriter(indent: 2, level: 3)
-            var ta = ISO8601Cache(), tb = ISO8601Cache()
-            HARExport.writeEntry(h, timings: t, connection: c, into: a, times: &ta)
-            Self.structured(h, t, c, into: b, times: &tb)
-            let template = String(decoding: a.take(), as: UTF8.self), oracle = String(decoding: b.take(), as: UTF8.self)
+            let a = HARWriter()
+            var b = JSONBytes(indent: 2, level: 3)
+            var times = ISO8601Cache()
+            HARExport.writeEntry(h, timings: t, connection: c, into: a, times: &times)
+            Self.structured(h, t, c, into: &b)
+            let template = String(decoding: a.take(), as: UTF8.self), oracle = String(decoding: b.bytes, as: UTF8.self)
             XCTAssertEqual(template, oracle, "entry \(i): \(line)")
             if template != oracle { return }
             shapes.insert(fields.map { String($0.prefix(12)) }.sorted().joined())

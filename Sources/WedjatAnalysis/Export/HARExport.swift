@@ -13,73 +13,73 @@ public enum HARExport {
     /// `times`: the writer's last formatted second (entries come nearly in time order).
     ///
     /// Written as a template: the keys, punctuation and indents of the document's layout (indent
-    /// 2, the entry at level 3: its members at 8 spaces) as literal runs between the values, what
-    /// HARWriter's key/open/close calls made one piece at a time (rendering was half of the
-    /// export's CPU). The same bytes: ExportTests' golden HAR and `testHARTemplateIsTheLayout`,
-    /// which renders entries of every shape both ways.
+    /// 2, the entry at level 3: its members at 8 spaces) as literal runs between the values,
+    /// where a generic writer works each out from its nesting (rendering was half of the export's
+    /// CPU). The same bytes as JSONBytes' layout: ExportTests' golden HAR, and
+    /// `testHARTemplateIsTheLayout`, which renders entries of every shape both ways.
     static func writeEntry(_ h: HTTPRecord, timings t: ExchangeTimings, connection c: ConnectionRecord?, into w: HARWriter,
                            times: inout ISO8601Cache) {
         let fallback = c?.negotiatedHTTPVersion.map { "HTTP/" + $0 } ?? unknownMinorVersion
         let responded = h.responseStartTs != nil
-        func millis(_ us: Int64) { w.rawFixed(us, 3) }
-        func phase(_ us: Int64?) { if let us { millis(us) } else { w.raw("-1") } }
-        w.raw("{\n        \"startedDateTime\": "); w.rawISO8601(t.startTs, cache: &times)
-        w.raw(",\n        \"time\": "); millis(t.elapsed)
-        w.raw(",\n        \"request\": {\n          \"method\": "); w.rawString(h.method ?? "")
+        func millis(_ us: Int64) { w.fixed(us, 3) }
+        func phase(_ us: Int64?) { if let us { millis(us) } else { w.literal("-1") } }
+        w.literal("{\n        \"startedDateTime\": "); w.iso8601(t.startTs, cache: &times)
+        w.literal(",\n        \"time\": "); millis(t.elapsed)
+        w.literal(",\n        \"request\": {\n          \"method\": "); w.string(h.method ?? "")
         // h.url, written in parts when it is made of parts.
         let target = h.path ?? ""
-        w.raw(",\n          \"url\": ")
-        if target.hasPrefix("/") { w.rawURL(h.schemeOrHTTP, h.host ?? h.peer ?? "", target) } else { w.rawString(h.url) }
-        w.raw(",\n          \"httpVersion\": "); w.rawString(h.version ?? fallback)
-        w.raw(",\n          \"cookies\": [],\n          \"headers\": "); writeHeaders(h, side: "request.", into: w)
-        w.raw(",\n          \"queryString\": "); writeQueryString(h, into: w)
-        w.raw(",\n          \"headersSize\": "); w.rawInt(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
-        w.raw(",\n          \"bodySize\": "); w.rawInt(h.requestBodyBytes)
-        w.raw("\n        },\n        \"response\": {\n          \"status\": "); w.rawInt(Int64(h.status ?? 0))
+        w.literal(",\n          \"url\": ")
+        if target.hasPrefix("/") { w.url(h.schemeOrHTTP, h.host ?? h.peer ?? "", target) } else { w.string(h.url) }
+        w.literal(",\n          \"httpVersion\": "); w.string(h.version ?? fallback)
+        w.literal(",\n          \"cookies\": [],\n          \"headers\": "); writeHeaders(h, side: "request.", into: w)
+        w.literal(",\n          \"queryString\": "); writeQueryString(h, into: w)
+        w.literal(",\n          \"headersSize\": "); w.int(h.requestHeaderBytes > 0 ? h.requestHeaderBytes : -1)
+        w.literal(",\n          \"bodySize\": "); w.int(h.requestBodyBytes)
+        w.literal("\n        },\n        \"response\": {\n          \"status\": "); w.int(Int64(h.status ?? 0))
         // No response: nothing to say; a response without a final status line: version unknown.
-        w.raw(",\n          \"statusText\": \"\",\n          \"httpVersion\": ")
-        w.rawString(!responded ? "" : h.finalResponseVersion ?? fallback)
-        w.raw(",\n          \"cookies\": [],\n          \"headers\": "); writeHeaders(h, side: "response.", into: w)
-        w.raw(",\n          \"content\": {\n            \"size\": "); w.rawInt(responded ? h.responseBodyBytes : 0)
-        w.raw(",\n            \"mimeType\": "); w.rawString(h.headers["response.content-type"] ?? "")
-        w.raw("\n          },\n          \"redirectURL\": \"\",\n          \"headersSize\": ")
-        w.rawInt(responded ? h.responseHeaderBytes : -1)
-        w.raw(",\n          \"bodySize\": "); w.rawInt(responded ? h.responseBodyBytes : -1)
-        w.raw("\n        },\n        \"cache\": {},\n        \"timings\": {\n          \"blocked\": "); phase(t.blocked)
-        w.raw(",\n          \"dns\": "); phase(t.dns)
-        w.raw(",\n          \"connect\": "); phase(t.connect)
-        w.raw(",\n          \"send\": "); millis(t.send)
-        w.raw(",\n          \"wait\": "); millis(t.wait)
-        w.raw(",\n          \"receive\": "); millis(t.receive)
-        w.raw(",\n          \"ssl\": "); phase(t.ssl)
-        w.raw("\n        }")
-        if let peer = h.peer { w.raw(",\n        \"serverIPAddress\": "); w.rawString(AddressParts.split(peer).host) }
+        w.literal(",\n          \"statusText\": \"\",\n          \"httpVersion\": ")
+        w.string(!responded ? "" : h.finalResponseVersion ?? fallback)
+        w.literal(",\n          \"cookies\": [],\n          \"headers\": "); writeHeaders(h, side: "response.", into: w)
+        w.literal(",\n          \"content\": {\n            \"size\": "); w.int(responded ? h.responseBodyBytes : 0)
+        w.literal(",\n            \"mimeType\": "); w.string(h.headers["response.content-type"] ?? "")
+        w.literal("\n          },\n          \"redirectURL\": \"\",\n          \"headersSize\": ")
+        w.int(responded ? h.responseHeaderBytes : -1)
+        w.literal(",\n          \"bodySize\": "); w.int(responded ? h.responseBodyBytes : -1)
+        w.literal("\n        },\n        \"cache\": {},\n        \"timings\": {\n          \"blocked\": "); phase(t.blocked)
+        w.literal(",\n          \"dns\": "); phase(t.dns)
+        w.literal(",\n          \"connect\": "); phase(t.connect)
+        w.literal(",\n          \"send\": "); millis(t.send)
+        w.literal(",\n          \"wait\": "); millis(t.wait)
+        w.literal(",\n          \"receive\": "); millis(t.receive)
+        w.literal(",\n          \"ssl\": "); phase(t.ssl)
+        w.literal("\n        }")
+        if let peer = h.peer { w.literal(",\n        \"serverIPAddress\": "); w.string(AddressParts.split(peer).host) }
         // Unique within the run (local ports are reused), and the same for every exchange of a
         // connection, which is written before the connection's record.
-        if let id = h.connId { w.raw(",\n        \"connection\": "); w.rawString(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
-        w.raw(",\n        \"_pid\": "); w.rawInt(Int64(h.pid))
-        if let i = h.requestIndex { w.raw(",\n        \"_request_index\": "); w.rawInt(Int64(i)) }
-        if let e = h.error { w.raw(",\n        \"_error\": "); w.rawString(e) }
+        if let id = h.connId { w.literal(",\n        \"connection\": "); w.string(Int64(h.pid), UInt8(ascii: "-"), Int64(id)) }
+        w.literal(",\n        \"_pid\": "); w.int(Int64(h.pid))
+        if let i = h.requestIndex { w.literal(",\n        \"_request_index\": "); w.int(Int64(i)) }
+        if let e = h.error { w.literal(",\n        \"_error\": "); w.string(e) }
         // HTTP/2: the stream (streams of one connection share `connection`), gRPC's outcome.
-        if let id = h.streamId { w.raw(",\n        \"_stream_id\": "); w.rawInt(Int64(id)) }
-        if h.pushed { w.raw(",\n        \"_pushed\": true") }
+        if let id = h.streamId { w.literal(",\n        \"_stream_id\": "); w.int(Int64(id)) }
+        if h.pushed { w.literal(",\n        \"_pushed\": true") }
         if let g = h.grpc {
-            w.raw(",\n        \"_grpc\": ")
+            w.literal(",\n        \"_grpc\": ")
             var first = true
             func member(_ key: StaticString) {
-                w.raw(first ? "{\n          \"" : ",\n          \"")
-                w.raw(key)
-                w.raw("\": ")
+                w.literal(first ? "{\n          \"" : ",\n          \"")
+                w.literal(key)
+                w.literal("\": ")
                 first = false
             }
-            if let v = g.service { member("service"); w.rawString(v) }
-            if let v = g.method { member("method"); w.rawString(v) }
-            if let v = g.status { member("status"); w.rawInt(Int64(v)) }
-            if let v = g.statusName { member("status_name"); w.rawString(v) }
-            w.raw(first ? "{}" : "\n        }")
+            if let v = g.service { member("service"); w.string(v) }
+            if let v = g.method { member("method"); w.string(v) }
+            if let v = g.status { member("status"); w.int(Int64(v)) }
+            if let v = g.statusName { member("status_name"); w.string(v) }
+            w.literal(first ? "{}" : "\n        }")
         }
-        if let c = h.continuedBy { w.raw(",\n        \"_continued_by_pid\": "); w.rawInt(Int64(c)) }
-        w.raw("\n      }")
+        if let c = h.continuedBy { w.literal(",\n        \"_continued_by_pid\": "); w.int(Int64(c)) }
+        w.literal("\n      }")
     }
 
     /// The logged headers of one side (`request.` or `response.`), sorted by key, as
@@ -100,16 +100,16 @@ public enum HARExport {
                 var side = UnsafeMutableBufferPointer(rebasing: picked[0 ..< n])
                 if n > 1 { side.sort { headers.keys[$0] < headers.keys[$1] } }
                 for index in side {
-                    w.raw(first ? "[\n            {\n              \"name\": " : ",\n            {\n              \"name\": ")
+                    w.literal(first ? "[\n            {\n              \"name\": " : ",\n            {\n              \"name\": ")
                     first = false
-                    w.rawString(headers.keys[index], droppingFirst: prefix.utf8CodeUnitCount)
-                    w.raw(",\n              \"value\": "); w.rawString(headers.values[index])
-                    w.raw("\n            }")
+                    w.string(headers.keys[index], droppingFirst: prefix.utf8CodeUnitCount)
+                    w.literal(",\n              \"value\": "); w.string(headers.values[index])
+                    w.literal("\n            }")
                 }
                 _ = side.deinitialize()
             }
         }
-        w.raw(first ? "[]" : "\n          ]")
+        w.literal(first ? "[]" : "\n          ]")
     }
 
     /// `k.hasPrefix(prefix)`, on the bytes when the name goes on with ASCII (a combining mark
@@ -135,13 +135,13 @@ public enum HARExport {
             for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 func decoded(_ s: Substring) -> String { String(s).removingPercentEncoding ?? String(s) }
-                w.raw(first ? "[\n            {\n              \"name\": " : ",\n            {\n              \"name\": ")
+                w.literal(first ? "[\n            {\n              \"name\": " : ",\n            {\n              \"name\": ")
                 first = false
-                w.rawString(decoded(parts[0]))
-                w.raw(",\n              \"value\": "); w.rawString(parts.count > 1 ? decoded(parts[1]) : "")
-                w.raw("\n            }")
+                w.string(decoded(parts[0]))
+                w.literal(",\n              \"value\": "); w.string(parts.count > 1 ? decoded(parts[1]) : "")
+                w.literal("\n            }")
             }
         }
-        w.raw(first ? "[]" : "\n          ]")
+        w.literal(first ? "[]" : "\n          ]")
     }
 }

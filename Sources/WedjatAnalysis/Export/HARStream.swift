@@ -67,7 +67,7 @@ final class HARStream: ExportConsumer {
 
         func render() {
             // At its depth in the document: log.entries[i].
-            let w = HARWriter(capacity: items.count * 2048, indent: 2, level: 3)
+            let w = HARWriter(capacity: items.count * 2048)
             var times = ISO8601Cache()
             ends.reserveCapacity(items.count)
             for item in items {
