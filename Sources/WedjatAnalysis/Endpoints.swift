@@ -133,6 +133,12 @@ public struct EndpointCollection: Sendable {
         var peer: String?
         var method: String?
         var path: String?
+
+        func hash(into hasher: inout Hasher) {
+            var q = QuickHash()
+            q.add(role); q.add(host); q.add(peer); q.add(method); q.add(path)
+            hasher.combine(q.value)
+        }
     }
 
     public var endpoints: [EndpointKey: EndpointStats] {

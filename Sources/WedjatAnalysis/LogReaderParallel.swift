@@ -51,6 +51,16 @@ extension LogReader {
         }
     }
 
+    /// A block's decoded lines, once applied, for another thread to release.
+    private final class Released: @unchecked Sendable {
+        private let results: Results
+        init(_ results: Results) { self.results = results }
+        func release() {
+            results.base.deinitialize(count: results.count)
+            results.base.deallocate()
+        }
+    }
+
     /// Parse buffers, one per decoding thread at a time.
     private final class DocumentPool: @unchecked Sendable {
         private var free: [JSONDocument] = []
@@ -119,12 +129,17 @@ extension LogReader {
                 break
             case .lines(let buffer, _):
                 let results = job.results!
-                job.results!.count = 0   // moved out below; the job frees the buffer
+                job.results = nil   // released below
                 expectedLines = max(expectedLines, results.count + results.count / 8)
                 for k in 0 ..< results.count {
                     state.lineNo += 1
-                    reader.apply((results.base + k).move(), state: &state, complete: true, onRecord: onRecord)
+                    reader.apply(results.base[k], state: &state, complete: true, onRecord: onRecord)
                 }
+                // The block's records are released on a decoding thread: a record's strings and
+                // dictionaries are dozens of atomic decrements, and this thread is the one the
+                // others wait for.
+                let done = Released(results)
+                queue.async { done.release() }
                 if buffer.capacity == carryRoom + blockBytes { spare.append(buffer) }
             }
             reader.bytesRead += Int64(bytes)

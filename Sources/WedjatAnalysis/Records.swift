@@ -505,7 +505,7 @@ public struct ProcessEnd: Sendable, Equatable {
     }
 }
 
-public enum Record: Sendable, Equatable {
+public indirect enum Record: Sendable, Equatable {
     case processStart(ProcessStart)
     case connection(ConnectionRecord)
     case fork(ForkRecord)

@@ -21,6 +21,22 @@ enum ReportJSONEncoder {
     }
 
     fileprivate static func node<T: Encodable>(_ value: T, keyCache: KeyCache) throws -> Node {
+        // The common types by their metadata (a pointer compare): the casts below cost a
+        // conformance lookup each, several hundred instructions a value.
+        if T.self == String.self { return .string(same(value, String.self)) }
+        if T.self == Int64.self { return .literal(String(same(value, Int64.self))) }
+        if T.self == Int.self { return .literal(String(same(value, Int.self))) }
+        if T.self == Double.self { return try .literal(number(same(value, Double.self))) }
+        if T.self == Bool.self { return .literal(same(value, Bool.self) ? "true" : "false") }
+        switch keyCache.kind(of: T.self, value) {
+        case .composite(let convertKeys):
+            let encoder = NodeEncoder(keyCache: keyCache, convertKeys: convertKeys)
+            try value.encode(to: encoder)
+            return encoder.result ?? .object(ObjectBox())
+        case .scalar:
+            break
+        }
+        // As it was before the metadata checks, for every type the kinds do not settle.
         switch value {
         case let v as String: return .string(v)
         case let v as Bool: return .literal(v ? "true" : "false")
@@ -41,6 +57,38 @@ enum ReportJSONEncoder {
         return encoder.result ?? .object(ObjectBox())
     }
 
+    /// `value` as the type it is (`T.self == U.self`, checked by the caller).
+    @inline(__always)
+    private static func same<T, U>(_ value: T, _: U.Type) -> U {
+        withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: U.self) }
+    }
+
+    /// What `node` does with a type, worked out once per type.
+    fileprivate enum Kind {
+        /// Encoded through its `encode(to:)`; `convertKeys` false for a `[String: V]`.
+        case composite(convertKeys: Bool)
+        /// A number, string or boolean, or a type JSONEncoder encodes specially: cast each time.
+        /// (An optional takes the kind of the first value seen; either way gives the same bytes:
+        /// a composite optional encodes its wrapped value through `node` again.)
+        case scalar
+    }
+
+    /// By metadata and name: a cast to a protocol (`any BinaryInteger`) costs a scan of every
+    /// conformance record of the process the first time for each type, about 100,000
+    /// instructions, which a report's hundred types paid twice each.
+    fileprivate static func kind<T>(of value: T) -> Kind {
+        let scalars: [Any.Type] = [String.self, Bool.self, Double.self, Float.self, Int.self, Int8.self, Int16.self,
+                                   Int32.self, Int64.self, UInt.self, UInt8.self, UInt16.self, UInt32.self, UInt64.self,
+                                   Date.self, URL.self, Data.self, Decimal.self]
+        if scalars.contains(where: { $0 == T.self }) { return .scalar }
+        // `[String: V]` keeps its keys as they are; a type that only looks like one by name
+        // is checked by its conformance.
+        if _typeName(T.self, qualified: true).hasPrefix("Swift.Dictionary<Swift.String, ") {
+            return .composite(convertKeys: !(value is StringKeyedDictionary))
+        }
+        return .composite(convertKeys: true)
+    }
+
     /// As JSONEncoder writes a floating-point number: its description, without a trailing `.0`.
     static func number<F: BinaryFloatingPoint & CustomStringConvertible>(_ v: F) throws -> String {
         guard v.isFinite else { throw Unsupported() }
@@ -57,14 +105,34 @@ extension Dictionary: StringKeyedDictionary where Key == String {}
 /// Keys in snake case as JSONEncoder makes them, each worked out once (through JSONEncoder
 /// itself: the same conversion, whatever its rules), and the order JSONEncoder sorts keys in.
 private final class KeyCache {
-    private var snake: [String: String] = [:]
+    /// By QuickHash (a report converts a key for every member of every object).
+    private var snake: [Word: String] = [:]
+
+    private struct Word: Hashable {
+        let s: String
+        static func == (a: Word, b: Word) -> Bool { a.s == b.s }
+        func hash(into hasher: inout Hasher) {
+            var q = QuickHash()
+            q.add(s)
+            hasher.combine(q.value)
+        }
+    }
     /// Set when something was encoded in a way this encoder does not follow (`superEncoder`).
     var unsupported = false
 
+    private var kinds: [ObjectIdentifier: ReportJSONEncoder.Kind] = [:]
+
+    func kind<T>(of type: T.Type, _ value: T) -> ReportJSONEncoder.Kind {
+        if let known = kinds[ObjectIdentifier(type)] { return known }
+        let k = ReportJSONEncoder.kind(of: value)
+        kinds[ObjectIdentifier(type)] = k
+        return k
+    }
+
     func convert(_ key: String) -> String {
-        if let known = snake[key] { return known }
+        if let known = snake[Word(s: key)] { return known }
         let converted = Self.snakeCase(key)
-        snake[key] = converted
+        snake[Word(s: key)] = converted
         return converted
     }
 
@@ -131,16 +199,19 @@ private enum Node {
         case .object(let o):
             out.append(UInt8(ascii: "{"))
             out.append(0x0A)
-            // Later members of the same key replace earlier ones, as in JSONEncoder's dictionary.
+            // Later members of the same key replace earlier ones, as in JSONEncoder's dictionary:
+            // sorted by key and then by place, the last of each run of equal keys is kept.
             var members = o.members
             if members.count > 1 {
-                var seen = Set<String>()
-                if members.contains(where: { !seen.insert($0.key).inserted }) {
-                    var last: [String: Int] = [:]
-                    for (i, m) in members.enumerated() { last[m.key] = i }
-                    members = members.enumerated().filter { last[$0.element.key] == $0.offset }.map(\.element)
+                let order = members.indices.sorted {
+                    members[$0].key != members[$1].key ? KeyCache.ordered(members[$0].key, members[$1].key) : $0 < $1
                 }
-                members.sort { KeyCache.ordered($0.key, $1.key) }
+                var kept: [(key: String, value: Node)] = []
+                kept.reserveCapacity(order.count)
+                for (n, i) in order.enumerated() where n + 1 == order.count || members[order[n + 1]].key != members[i].key {
+                    kept.append(members[i])
+                }
+                members = kept
             }
             for (i, m) in members.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")); out.append(0x0A) }
@@ -161,6 +232,12 @@ private enum Node {
 
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings need no escape: their bytes in one copy.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         let hex = Array("0123456789abcdef".utf8)
         for c in s.utf8 {
             switch c {

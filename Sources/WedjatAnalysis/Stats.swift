@@ -295,6 +295,12 @@ public struct HTTPKey: Hashable, Sendable, Comparable {
     public init(_ s: HTTPSummaryRecord) { self.init(role: s.role, host: s.host ?? "?") }
 
     public static func < (a: HTTPKey, b: HTTPKey) -> Bool { (a.role, a.host) < (b.role, b.host) }
+
+    public func hash(into hasher: inout Hasher) {
+        var q = QuickHash()
+        q.add(role); q.add(host)
+        hasher.combine(q.value)
+    }
 }
 
 /// Final statuses by class. `other`: 1xx finals (`101`) and out-of-range codes.

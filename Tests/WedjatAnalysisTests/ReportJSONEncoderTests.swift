@@ -22,6 +22,9 @@ final class ReportJSONEncoderTests: XCTestCase {
         var emptyObject: [String: Int]
         var flag: Bool?
         var nothing: Int?
+        /// Optionals and small integers inside arrays reach the encoder as generic values.
+        var sparse: [Int?]
+        var smalls: [UInt8]
         struct Inner: Encodable {
             var aB: Double
             var rangeUS: [Int64]
@@ -49,14 +52,37 @@ final class ReportJSONEncoderTests: XCTestCase {
                               nested: (0 ..< Int(rng.next() % 3)).map { _ in
                                   Shape.Inner(aB: pick(doubles), rangeUS: [Int64(rng.next() % 100), -5], withID: pick(strings))
                               },
-                              empty: [], emptyObject: [:], flag: some { rng.next() % 2 == 0 }, nothing: nil)
+                              empty: [], emptyObject: [:], flag: some { rng.next() % 2 == 0 }, nothing: nil,
+                              sparse: (0 ..< Int(rng.next() % 4)).map { _ in some { Int(rng.next() % 50) } },
+                              smalls: (0 ..< Int(rng.next() % 3)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
             XCTAssertEqual(try ReportJSONEncoder.encode(value), try JSONReport.foundationEncode(value), "value \(i)")
+        }
+    }
+
+    /// A key written twice: the later value replaces the earlier one in JSONEncoder's output.
+    func testAKeyWrittenTwice() throws {
+        struct Twice: Encodable {
+            enum K: String, CodingKey { case b, aKey, c }
+            let first: Int
+            func encode(to encoder: Encoder) throws {
+                var c = encoder.container(keyedBy: K.self)
+                try c.encode(first, forKey: .aKey)
+                try c.encode("x", forKey: .c)
+                try c.encode(2, forKey: .b)
+                try c.encode(first + 1, forKey: .aKey)
+                try c.encode(3, forKey: .b)
+            }
+        }
+        for v in [Twice(first: 1), Twice(first: 7)] {
+            XCTAssertEqual(try ReportJSONEncoder.encode([v, v]), try JSONReport.foundationEncode([v, v]))
         }
     }
 
     func testFallsBackWhereJSONEncoderEncodesSpecially() {
         struct WithDate: Encodable { var when = Date(timeIntervalSince1970: 0) }
         struct NotFinite: Encodable { var x = Double.infinity }
+        struct DatesInAnArray: Encodable { var when: [Date?] = [nil, Date(timeIntervalSince1970: 0)] }
+        XCTAssertThrowsError(try ReportJSONEncoder.encode(DatesInAnArray()))
         XCTAssertThrowsError(try ReportJSONEncoder.encode(WithDate()))
         XCTAssertThrowsError(try ReportJSONEncoder.encode(NotFinite()))
     }
