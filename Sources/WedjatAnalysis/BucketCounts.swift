@@ -106,11 +106,11 @@ struct BucketCounts<Count: FixedWidthInteger & UnsignedInteger & Sendable>: Send
     }
 
     /// Calls `body(index, count up to and including it)` for each non-empty bucket in
-    /// ascending order until it returns false.
-    func walk(_ body: (Int, UInt64) -> Bool) {
+    /// ascending order until it returns false, from `start` (every count below it is 0).
+    func walk(from start: Int = 0, _ body: (Int, UInt64) -> Bool) {
         counts.withUnsafeBufferPointer { c in
             var upTo: UInt64 = 0
-            for i in 0 ..< c.count where c[i] != 0 {
+            for i in Swift.max(0, start) ..< c.count where c[i] != 0 {
                 upTo &+= UInt64(c[i])
                 if !body(i, upTo) { return }
                 if upTo >= total { return }

@@ -4,46 +4,57 @@ import Foundation
 import Glibc
 #endif
 
-// A big log is read on several cores: the calling thread reads the file in blocks cut at line
-// ends and hands them out; other threads parse and decode the lines of a block into records;
-// the calling thread takes the blocks back in file order and applies each line (warnings,
-// process_start rules, `onRecord`) exactly as the one-thread path does, so the records, their
-// line numbers and the warnings are the same. Memory: `threads × 2` blocks in flight.
+// A big log is read on several cores. The file is cut into blocks of `parallelBlockBytes` at
+// fixed offsets; a line belongs to the block its first byte is in. Each block is read
+// (`pread`), cut into lines and decoded into records by a thread of its own, which reads past
+// its block's end for the rest of its last line and skips the start of its first bytes up to
+// the first line that begins in it. The calling thread takes the blocks back in file order and
+// applies each line (warnings, process_start rules, `onRecord`) exactly as the one-thread path
+// does, so the records, their line numbers and the warnings are the same. The bytes are
+// copied from the kernel by the thread that parses them (in its core's cache) and not by the
+// applying thread, which the others wait for. Memory: `threads × 2` blocks in flight.
 
 extension LogReader {
 
-    /// A block's bytes: read into straight from the file (after the previous block's partial
-    /// last line), reused from block to block (no copy of the file, no fresh pages per block).
+    /// Bytes read from the file, reused from block to block (no fresh pages per block).
     private final class Buffer: @unchecked Sendable {
-        let base: UnsafeMutableRawPointer
-        let capacity: Int
+        private(set) var base: UnsafeMutableRawPointer
+        private(set) var capacity: Int
         init(capacity: Int) {
-            self.capacity = capacity
-            base = .allocate(byteCount: Swift.max(1, capacity), alignment: 16)
+            self.capacity = Swift.max(1, capacity)
+            base = .allocate(byteCount: self.capacity, alignment: 16)
+        }
+        /// Room for `count` bytes, keeping the first `keep`.
+        func reserve(_ count: Int, keeping keep: Int) {
+            guard count > capacity else { return }
+            let bigger = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
+            if keep > 0 { bigger.copyMemory(from: base, byteCount: keep) }
+            base.deallocate()
+            base = bigger
+            capacity = count
         }
         deinit { base.deallocate() }
     }
 
-    /// A block's decoded lines, in order, taken out one by one by the applying thread (moved, not
-    /// copied: a copy of a record retains each of its strings, and the array's release again).
+    /// A block's decoded lines, in order, applied by the applying thread and released on a
+    /// decoding one.
     private typealias Results = GrowingBuffer<LineResult>
 
     /// One block's outcome, filled by a decoding thread.
     private final class Job: @unchecked Sendable {
-        enum Kind {
-            /// Whole lines in `buffer[0 ..< count]`, separated by newlines (the last one's newline
-            /// is not included).
-            case lines(Buffer, Int)
-            /// Bytes that end no line yet (part of a long one).
-            case none
-            /// A line longer than `maxLineBytes`: skipped with a warning.
-            case tooLong
-        }
-        let kind: Kind
-        /// Set by the decoding thread; its lines are moved out by the applying one.
+        /// The block's first byte in the file.
+        let start: Int
         var results: Results?
+        /// How many of the block's bytes the file has (for progress and the empty-file warning).
+        var bytes = 0
+        /// The file ends within this block (or at its end): no block after it has lines.
+        var atEnd = false
+        /// The last line has no newline (the file ends in it).
+        var lastLineOpen = false
+        /// A read failed: the block's lines are not applied, nor any after it.
+        var readError: String?
         let done = DispatchSemaphore(value: 0)
-        init(_ kind: Kind) { self.kind = kind }
+        init(start: Int) { self.start = start }
         deinit {
             guard let results else { return }
             results.base.deinitialize(count: results.count)
@@ -61,166 +72,212 @@ extension LogReader {
         }
     }
 
-    /// Parse buffers, one per decoding thread at a time.
-    private final class DocumentPool: @unchecked Sendable {
-        private var free: [JSONDocument] = []
+    /// Parse buffers and read buffers, one per decoding thread at a time.
+    private final class Pool: @unchecked Sendable {
+        private var documents: [JSONDocument] = []
+        private var buffers: [Buffer] = []
         private let lock = NSLock()
         let keepStringMaps: Bool
         init(keepStringMaps: Bool) { self.keepStringMaps = keepStringMaps }
-        func take() -> JSONDocument {
+        func takeDocument() -> JSONDocument {
             lock.lock(); defer { lock.unlock() }
-            if let d = free.popLast() { return d }
+            if let d = documents.popLast() { return d }
             let d = JSONDocument()
             d.keepStringMaps = keepStringMaps
             return d
         }
-        func give(_ d: JSONDocument) { lock.lock(); free.append(d); lock.unlock() }
+        func give(_ d: JSONDocument) { lock.lock(); documents.append(d); lock.unlock() }
+        func takeBuffer(capacity: Int) -> Buffer {
+            lock.lock(); defer { lock.unlock() }
+            return buffers.popLast() ?? Buffer(capacity: capacity)
+        }
+        func give(_ b: Buffer) { lock.lock(); buffers.append(b); lock.unlock() }
+    }
+
+    /// `pread` until `count` bytes or the end of the file; the bytes read, or the error.
+    private static func readFully(_ fd: Int32, _ into: UnsafeMutableRawPointer, _ count: Int, at offset: Int) -> Result<Int, ReadError> {
+        var n = 0
+        while n < count {
+            let got = pread(fd, into + n, count - n, off_t(offset + n))
+            if got < 0 {
+                if errno == EINTR { continue }
+                return .failure(ReadError(message: String(cString: strerror(errno))))
+            }
+            if got == 0 { break }
+            n += got
+        }
+        return .success(n)
+    }
+
+    private struct ReadError: Error { let message: String }
+
+    /// What bytes past a block's end are read with it, for the rest of its last line.
+    private static let lookAhead = 16 * 1024
+
+    /// Reads, cuts and decodes the lines that begin in `job`'s block.
+    private static func decodeBlock(_ job: Job, fd: Int32, blockBytes: Int, maxLine: Int, pool: Pool, expectedLines: Int) {
+        defer { job.done.signal() }
+        let buffer = pool.takeBuffer(capacity: blockBytes + 1 + lookAhead)
+        defer { pool.give(buffer) }
+        var out = Results(capacity: Swift.max(16, expectedLines))
+        defer { job.results = out }
+        // The window: the file's bytes [from, from + have) are at buffer.base.
+        // From the byte before the block, to tell whether a line begins at its first byte.
+        var from = Swift.max(0, job.start - 1)
+        var have = 0
+        var eof = false
+        func read(upTo count: Int) -> Bool {
+            buffer.reserve(count, keeping: have)
+            switch readFully(fd, buffer.base + have, count - have, at: from + have) {
+            case .failure(let e):
+                job.readError = e.message
+                return false
+            case .success(let n):
+                if n < count - have { eof = true }
+                have += n
+                return true
+            }
+        }
+        guard read(upTo: blockBytes + 1 + lookAhead) else { return }
+        let blockEnd = job.start + blockBytes   // in the file
+        job.bytes = Swift.max(0, Swift.min(blockBytes, from + have - job.start))
+        job.atEnd = eof && from + have <= blockEnd
+        var bytes = UnsafeRawPointer(buffer.base)
+        func newline(after offset: Int) -> Int? {
+            let i = offset - from
+            guard i < have, let p = memchr(bytes + i, 0x0A, have - i) else { return nil }
+            return from + bytes.distance(to: UnsafeRawPointer(p))
+        }
+        // Where the first line of the block begins.
+        var line = job.start
+        if job.start > 0 {
+            var scanFrom = from
+            while true {
+                if let nl = newline(after: scanFrom) {
+                    line = nl + 1
+                    break
+                }
+                // No newline yet: the line that began before this block goes on past what was
+                // read. Only its end matters here.
+                if eof || from + have >= blockEnd { return }
+                scanFrom = from + have
+                from = scanFrom; have = 0
+                guard read(upTo: blockBytes + 1 + lookAhead) else { return }
+                bytes = UnsafeRawPointer(buffer.base)
+            }
+        }
+        let document = pool.takeDocument()
+        defer { pool.give(document) }
+        while line < blockEnd {
+            if let nl = newline(after: line) {
+                out.append(LogReader.decodeLine(UnsafeRawBufferPointer(start: bytes + (line - from), count: nl - line),
+                                                document: document, maxLineBytes: maxLine))
+                line = nl + 1
+                continue
+            }
+            if eof {
+                // The file ends in this line: no newline (a write cut short).
+                if line < from + have {
+                    out.append(LogReader.decodeLine(UnsafeRawBufferPointer(start: bytes + (line - from), count: from + have - line),
+                                                    document: document, maxLineBytes: maxLine))
+                    job.lastLineOpen = true
+                }
+                return
+            }
+            if from + have - line > maxLine {
+                // Too long whatever follows: skipped; the next line begins after its newline,
+                // which may be far on.
+                out.append(.tooLong)
+                var scanFrom = from + have
+                while true {
+                    from = scanFrom; have = 0
+                    guard read(upTo: lookAhead) else { return }
+                    bytes = UnsafeRawPointer(buffer.base)
+                    if let nl = newline(after: from) { line = nl + 1; break }
+                    if eof { return }
+                    scanFrom = from + have
+                }
+                if line >= blockEnd { return }
+                // Back to whole lines from there.
+                from = line; have = 0
+                guard read(upTo: blockEnd - line + lookAhead) else { return }
+                bytes = UnsafeRawPointer(buffer.base)
+                continue
+            }
+            // The line goes on past what was read: the window moves to it and reads on.
+            if line > from {
+                let keep = from + have - line
+                buffer.base.copyMemory(from: buffer.base + (line - from), byteCount: keep)
+                from = line; have = keep
+            }
+            guard read(upTo: Swift.max(2 * have, have + lookAhead)) else { return }
+            bytes = UnsafeRawPointer(buffer.base)
+        }
     }
 
     mutating func readInParallel(fd: Int32, path: String, onRecord: (String, Int, Record) -> Void) {
         var state = FileState(path: path)
-        let pool = DocumentPool(keepStringMaps: decodeHeaders)
+        let pool = Pool(keepStringMaps: decodeHeaders)
         let maxLine = maxLineBytes
         let queue = DispatchQueue.global(qos: .userInitiated)
         let inFlight = max(2, threads * 2)
-        var jobs: [(job: Job, bytes: Int)] = []   // in file order, not yet applied
-        var carry: [UInt8] = []
-        var skipping = false   // inside a line that was too long, until its newline
-        var fileBytes = 0
         let blockBytes = max(1, parallelBlockBytes)
-        var spare: [Buffer] = []   // buffers of applied blocks, for the next ones
+        var jobs: [Job] = []   // in file order, not yet applied
+        var nextStart = 0
+        var ended = false       // a block reached the end of the file, or failed
+        var fileBytes = 0
         var expectedLines = 256
-        // Room for a partial line ahead of a block's bytes in the reused buffers (a longer one
-        // gets a buffer of its own).
-        let carryRoom = 64 * 1024
+        var readFailed: String?
 
-        func submit(_ job: Job) {
-            guard case .lines(let buffer, let count) = job.kind else { job.done.signal(); return }
-            let capacity = expectedLines
+        func submit() {
+            let job = Job(start: nextStart)
+            nextStart += blockBytes
+            jobs.append(job)
+            let expected = expectedLines
             queue.async {
-                let document = pool.take()
-                var out = Results(capacity: Swift.max(16, capacity))
-                let all = UnsafeRawPointer(buffer.base)
-                var start = 0
-                while true {
-                    let nl = start < count
-                        ? memchr(all + start, 0x0A, count - start).map { all.distance(to: UnsafeRawPointer($0)) } ?? count
-                        : count
-                    out.append(LogReader.decodeLine(UnsafeRawBufferPointer(start: all + start, count: nl - start), document: document,
-                                                    maxLineBytes: maxLine))
-                    if nl >= count { break }
-                    start = nl + 1
-                }
-                pool.give(document)
-                job.results = out
-                job.done.signal()
+                LogReader.decodeBlock(job, fd: fd, blockBytes: blockBytes, maxLine: maxLine, pool: pool, expectedLines: expected)
             }
         }
 
         /// The oldest block, waited for and applied.
         func deliverOldest(_ reader: inout LogReader) {
-            let (job, bytes) = jobs.removeFirst()
+            let job = jobs.removeFirst()
             job.done.wait()
-            switch job.kind {
-            case .tooLong:
-                state.lineNo += 1
-                reader.warn(&state, "line longer than \(reader.maxLineBytes) bytes; skipped")
-            case .none:
-                break
-            case .lines(let buffer, _):
-                let results = job.results!
-                job.results = nil   // released below
-                expectedLines = max(expectedLines, results.count + results.count / 8)
-                for k in 0 ..< results.count {
-                    state.lineNo += 1
-                    reader.apply(results.base[k], state: &state, complete: true, onRecord: onRecord)
-                }
-                // The block's records are released on a decoding thread: a record's strings and
-                // dictionaries are dozens of atomic decrements, and this thread is the one the
-                // others wait for.
-                let done = Released(results)
-                queue.async { done.release() }
-                if buffer.capacity == carryRoom + blockBytes { spare.append(buffer) }
+            if ended { return }   // past the end of the file or a failed read: not applied
+            if let why = job.readError {
+                readFailed = why
+                ended = true
+                return
             }
-            reader.bytesRead += Int64(bytes)
+            if job.atEnd { ended = true }
+            fileBytes += job.bytes
+            guard let results = job.results else { return }
+            job.results = nil   // released below
+            expectedLines = max(expectedLines, results.count + results.count / 8)
+            for k in 0 ..< results.count {
+                state.lineNo += 1
+                let open = job.lastLineOpen && k == results.count - 1
+                reader.apply(results.base[k], state: &state, complete: !open, onRecord: onRecord)
+            }
+            // The block's records are released on a decoding thread: a record's strings and
+            // dictionaries are dozens of atomic decrements, and this thread is the one the
+            // others wait for.
+            let done = Released(results)
+            queue.async { done.release() }
+            reader.bytesRead += Int64(job.bytes)
             reader.onProgress?(reader.bytesRead)
         }
 
-        var readFailed: String?
-        while true {
-            // The partial line left by the previous block goes first, then the file's next bytes.
-            let buffer = carry.count <= carryRoom ? (spare.popLast() ?? Buffer(capacity: carryRoom + blockBytes))
-                : Buffer(capacity: carry.count + blockBytes)
-            let c = carry.count
-            carry.withUnsafeBytes { if c > 0 { buffer.base.copyMemory(from: $0.baseAddress!, byteCount: c) } }
-            var n = 0
-            while n < blockBytes {
-                let got = Glibc.read(fd, buffer.base + c + n, blockBytes - n)
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    readFailed = String(cString: strerror(errno))
-                    break
-                }
-                if got == 0 { break }
-                n += got
-            }
-            if readFailed != nil || n == 0 { break }
-            fileBytes += n
-            let filled = c + n
-            var from = 0   // where this block's lines begin
-            if skipping {
-                // The rest of an over-long line: its warning was given when it grew too big.
-                // (The carry is empty while skipping.)
-                guard let nl = memchr(buffer.base, 0x0A, filled) else {
-                    spare.append(buffer)
-                    jobs.append((Job(.none), n)); submit(jobs.last!.job)
-                    while jobs.count >= inFlight { deliverOldest(&self) }
-                    continue
-                }
-                from = UnsafeRawPointer(buffer.base).distance(to: UnsafeRawPointer(nl)) + 1
-                skipping = false
-            }
-            // Whole lines go out; the last partial one waits for the next block. Only the new
-            // bytes can hold a newline: the carry has none.
-            // (memrchr is a GNU extension Swift does not import.)
-            var lastNL = -1
-            let bytes = buffer.base.assumingMemoryBound(to: UInt8.self)
-            var i = filled - 1
-            while i >= Swift.max(from, c) { if bytes[i] == 0x0A { lastNL = i; break }; i -= 1 }
-            var job: Job?
-            if lastNL >= 0 {
-                if from > 0 { (buffer.base).copyMemory(from: buffer.base + from, byteCount: lastNL - from) }
-                carry.removeAll(keepingCapacity: true)
-                carry.append(contentsOf: UnsafeRawBufferPointer(start: buffer.base + lastNL + 1, count: filled - lastNL - 1))
-                job = Job(.lines(buffer, lastNL - from))
-            } else {
-                carry.removeAll(keepingCapacity: true)
-                carry.append(contentsOf: UnsafeRawBufferPointer(start: buffer.base + from, count: filled - from))
-                if buffer.capacity == carryRoom + blockBytes { spare.append(buffer) }
-                if carry.count > maxLineBytes {
-                    carry = []
-                    skipping = true
-                    job = Job(.tooLong)
-                }
-            }
-            if let job {
-                jobs.append((job, n))
-                submit(job)
-            } else {
-                jobs.append((Job(.none), n))
-                submit(jobs.last!.job)
-            }
-            while jobs.count >= inFlight { deliverOldest(&self) }
+        while !ended || !jobs.isEmpty {
+            while !ended, jobs.count < inFlight { submit() }
+            if jobs.isEmpty { break }
+            deliverOldest(&self)
         }
-        while !jobs.isEmpty { deliverOldest(&self) }
+        // Every thread is done with the file before it is closed.
+        for job in jobs { job.done.wait() }
         if let why = readFailed {
             warnings.append(ReaderWarning(file: path, line: state.lineNo + 1, message: "read error: \(why); rest of file skipped"))
             return
-        }
-        if !skipping, !carry.isEmpty {
-            state.lineNo += 1
-            let result = carry.withUnsafeBytes { LogReader.decodeLine($0, document: pool.take(), maxLineBytes: maxLineBytes) }
-            apply(result, state: &state, complete: false, onRecord: onRecord)
         }
         if fileBytes == 0 {
             warnings.append(ReaderWarning(file: path, line: nil, message: "empty file"))

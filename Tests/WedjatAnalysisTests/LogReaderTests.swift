@@ -239,6 +239,53 @@ final class ParallelReaderTests: XCTestCase {
         }
     }
 
+    /// Blocks cut anywhere, over files of every shape: lines of every length around the block
+    /// size and the line limit (one exactly at it), runs of empty lines, a file that ends at a
+    /// block's end, with or without its last newline, an empty file, one of newlines only.
+    func testRandomFilesAndBlocksSameAsOneThread() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        var rng = SplitMix(state: 0x5052_4541)
+        func record(_ i: Int, pad: Int) -> String {
+            #"{"type":"connection","ts":\#(2000 + i),"pid":1,"conn_id":\#(i),"role":"client","peer":"\#(String(repeating: "p", count: pad))"}"#
+        }
+        for round in 0 ..< 60 {
+            var lines = [String(Line.start(pid: 1, ts: 1000, exe: "/bin/x").dropLast())]
+            for i in 0 ..< Int(rng.next() % 40) {
+                switch rng.next() % 6 {
+                case 0: lines.append("")
+                case 1: lines.append(String(repeating: "z", count: 150 + Int(rng.next() % 100)))   // around the limit
+                case 2: lines.append("{not json")
+                default: lines.append(record(i, pad: Int(rng.next() % 120)))
+                }
+            }
+            var text = lines.joined(separator: "\n")
+            switch round % 4 {
+            case 0: text += "\n"
+            case 1: break   // the last line without its newline
+            case 2: text = round % 8 == 2 ? "" : "\n\n\n"
+            default: text += "\n" + String(repeating: "q", count: 200)   // an over-long last line, open
+            }
+            let f = try dir.write("r\(round).1.1000.ndjson", text)
+            func read(threads: Int, block: Int) -> (records: [String], warnings: [String], bytes: Int64) {
+                var reader = LogReader(maxLineBytes: 200, threads: threads)
+                reader.parallelMinBytes = 0
+                reader.parallelBlockBytes = block
+                var out: [String] = []
+                try? reader.read(paths: [f]) { _, line, r in out.append("\(line) \(recordTypeName(r)) \(r.ts)") }
+                return (out, reader.warnings.map(\.description), reader.bytesRead)
+            }
+            let one = read(threads: 1, block: 1 << 20)
+            let size = text.utf8.count
+            for block in [1, 2, 3, 17, 199, 200, 201, Swift.max(1, size / 2), Swift.max(1, size), size + 1] {
+                let many = read(threads: 2, block: block)
+                XCTAssertEqual(many.records, one.records, "round \(round), block \(block)")
+                XCTAssertEqual(many.warnings, one.warnings, "round \(round), block \(block)")
+                XCTAssertEqual(many.bytes, Int64(size), "round \(round), block \(block)")
+            }
+        }
+    }
+
     /// Lines longer than the room the reused block buffers keep for a partial line (64 KiB),
     /// good ones and over-long ones, beside short ones: the same as on one thread.
     func testLongLinesSameAsOneThread() throws {
