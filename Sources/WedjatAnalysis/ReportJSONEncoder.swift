@@ -68,8 +68,7 @@ enum ReportJSONEncoder {
         /// Encoded through its `encode(to:)`; `convertKeys` false for a `[String: V]`.
         case composite(convertKeys: Bool)
         /// A number, string or boolean, or a type JSONEncoder encodes specially: cast each time.
-        /// (An optional takes the kind of the first value seen; either way gives the same bytes:
-        /// a composite optional encodes its wrapped value through `node` again.)
+        /// (An optional is composite: it encodes its wrapped value through `node` again.)
         case scalar
     }
 

@@ -7,7 +7,8 @@
 /// missed the cache a fifth of the applying thread's time. So values are first kept as they
 /// come, appended (four to a cache line, no search), up to as many as fit in the histogram's
 /// memory (`smallLimit`); percentiles of them are computed with the same bucketing, identical
-/// to what the histogram would say. Past that, they move into the histogram.
+/// to what the histogram would say. Past that, they move into the histogram. Either way a stat
+/// holds at most about 48 KiB.
 public struct DurationStats: Sendable {
     /// Values kept before a histogram (3 significant digits): 3,072 of 16 bytes, the 48 KiB of
     /// the histogram's initial counts.
@@ -60,6 +61,8 @@ public struct DurationStats: Sendable {
         } else if small.count < smallLimit {
             lo = Swift.min(lo, value)
             hi = Swift.max(hi, value)
+            // Never more room than the limit (an array doubles: 2,048 would become 4,096).
+            if small.count == small.capacity, small.count * 2 > smallLimit { small.reserveCapacity(smallLimit) }
             small.append(ValueCount(value: value, count: count))
             smallTotal &+= count
         } else {
