@@ -12,6 +12,12 @@ struct GrowingBuffer<Element> {
         base = .allocate(capacity: self.capacity)
     }
 
+    /// The elements deinitialized and the memory given back: the owner's last use.
+    func release() {
+        base.deinitialize(count: count)
+        base.deallocate()
+    }
+
     /// The index of the new element.
     @inline(__always) @discardableResult
     mutating func append(_ element: Element) -> Int {

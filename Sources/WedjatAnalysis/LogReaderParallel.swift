@@ -55,21 +55,14 @@ extension LogReader {
         var readError: String?
         let done = DispatchSemaphore(value: 0)
         init(start: Int) { self.start = start }
-        deinit {
-            guard let results else { return }
-            results.base.deinitialize(count: results.count)
-            results.base.deallocate()
-        }
+        deinit { results?.release() }
     }
 
     /// A block's decoded lines, once applied, for another thread to release.
     private final class Released: @unchecked Sendable {
         private let results: Results
         init(_ results: Results) { self.results = results }
-        func release() {
-            results.base.deinitialize(count: results.count)
-            results.base.deallocate()
-        }
+        func release() { results.release() }
     }
 
     /// Parse buffers and read buffers, one per decoding thread at a time.
