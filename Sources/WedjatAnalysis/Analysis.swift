@@ -221,9 +221,11 @@ public struct RunAnalysis: Sendable {
                             collectRequests: Bool = true) throws(LoadFailure) -> RunAnalysis {
         var analysis = RunAnalysis(slowest: slowest, collectRequests: collectRequests)
         var reader = reader
-        // Only with a core to spare beyond the applying thread and a decoding one: on two, the
-        // hand-off (each record copied into a batch) costs more CPU than the thread frees
-        // (docs/PERFORMANCE.md, "2026-11-28 (night)").
+        // From two cores: the hand-off costs about 4% more CPU than one thread doing it all, and
+        // the applying thread, which the decoders wait for, is that much lighter (on two cores
+        // the wall fell by a sixth, docs/PERFORMANCE.md "2026-11-29 (night)"; on 2026-11-28,
+        // before records were indirect and the reader's blocks read by their decoders, it was
+        // a loss).
         if reader.threads >= SideAggregator.minThreads { analysis.side = SideAggregator() }
         do {
             try reader.read(paths: paths) { (origin: LogReader.RecordOrigin, record) in
@@ -405,7 +407,7 @@ private final class SideAggregator: @unchecked Sendable {
     private let slots = DispatchSemaphore(value: 4)
     private static let batchSize = 2048
     /// Reader threads (cores) from which the side thread is used.
-    static let minThreads = 3
+    static let minThreads = 2
 
     init() { batch.reserveCapacity(Self.batchSize) }
 

@@ -12,7 +12,7 @@ import Glibc
 // applies each line (warnings, process_start rules, `onRecord`) exactly as the one-thread path
 // does, so the records, their line numbers and the warnings are the same. The bytes are
 // copied from the kernel by the thread that parses them (in its core's cache) and not by the
-// applying thread, which the others wait for. Memory: `threads × 2` blocks in flight.
+// applying thread, which the others wait for. Memory: `threads × 3` blocks in flight.
 
 extension LogReader {
 
@@ -213,7 +213,11 @@ extension LogReader {
         let pool = Pool(keepStringMaps: decodeHeaders)
         let maxLine = maxLineBytes
         let queue = DispatchQueue.global(qos: .userInitiated)
-        let inFlight = max(2, threads * 2)
+        // Three blocks a thread: with two, the decoders (one of them often waiting for a core
+        // the applying thread holds) finished the window and sat idle while the oldest block
+        // was applied; on two cores a fifth of the run had one core idle (docs/PERFORMANCE.md,
+        // "2026-11-29 (night)").
+        let inFlight = max(2, threads * 3)
         let blockBytes = max(1, parallelBlockBytes)
         var jobs: [Job] = []   // in file order, not yet applied
         var nextStart = 0
