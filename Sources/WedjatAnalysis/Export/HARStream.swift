@@ -27,8 +27,10 @@ final class HARStream: ExportConsumer {
     static let maxBatches = 8
 
     private var text: ExportText
-    /// First exchanges waiting for their connection's record, by conn_id (this image's).
-    private var waiting: [Int64: HTTPRecord] = [:]
+    /// First exchanges waiting for their connection's record, by conn_id (this image's). Kept
+    /// and handed on as `Record`s: one reference each, where an `HTTPRecord` copied is a
+    /// retain of each of its strings here and a release of each on the rendering thread.
+    private var waiting: [Int64: Record] = [:]
     private var buffer: [Entry] = []
     private var runs: [(offset: Int64, end: Int64, count: Int)] = []
     private var spill: UnsafeMutablePointer<FILE>?
@@ -51,7 +53,8 @@ final class HARStream: ExportConsumer {
 
     /// Exchanges to render on another thread, numbered from `firstSeq`.
     private final class Batch: @unchecked Sendable {
-        var items: [(h: HTTPRecord, t: ExchangeTimings, c: ConnectionRecord?)] = []
+        /// `.http` records, with their connection's `.connection` record when it is known.
+        var items: [(r: Record, t: ExchangeTimings, c: Record?)] = []
         let firstSeq: Int64
         /// Their sort keys (HAR's `startedDateTime`), kept by the reading thread.
         var starts: [Int64] = []
@@ -71,7 +74,12 @@ final class HARStream: ExportConsumer {
             var times = ISO8601Cache()
             ends.reserveCapacity(items.count)
             for item in items {
-                HARExport.writeEntry(item.h, timings: item.t, connection: item.c, into: w, times: &times)
+                guard case .http(let h) = item.r else { continue }   // only .http is added
+                if case .connection(let c)? = item.c {
+                    HARExport.writeEntry(h, timings: item.t, connection: c, into: w, times: &times)
+                } else {
+                    HARExport.writeEntry(h, timings: item.t, connection: nil, into: w, times: &times)
+                }
                 ends.append(w.count)
             }
             items = []
@@ -102,13 +110,13 @@ final class HARStream: ExportConsumer {
             let opens = (h.requestIndex ?? (h.reused == true ? 1 : 0)) == 0
             // A joined hand-off comes after its connection's record: no set-up to wait for.
             if opens, h.continuedBy == nil, let id = h.connId, waiting[id] == nil {
-                waiting[id] = h
+                waiting[id] = record
             } else {
-                entry(h, connection: nil, lookup: nil)
+                entry(record, h, connection: nil, nil, lookup: nil)
             }
         case .connection(let c):
-            guard let id = c.connId, let h = waiting.removeValue(forKey: id) else { return }
-            entry(h, connection: c, lookup: context.lookups.lookup(of: c, file: context.image))
+            guard let id = c.connId, let r = waiting.removeValue(forKey: id), case .http(let h) = r else { return }
+            entry(r, h, connection: record, c, lookup: context.lookups.lookup(of: c, file: context.image))
         default:
             break
         }
@@ -117,14 +125,22 @@ final class HARStream: ExportConsumer {
     func endImage(_ image: Int, context: ExportContext) {
         // Connections never recorded (a process killed with them open): entries without set-up.
         // By time, then conn_id: the dictionary's order (random from one run to the next) never shows.
-        for h in waiting.values.sorted(by: { ($0.ts, $0.connId ?? 0) < ($1.ts, $1.connId ?? 0) }) { entry(h, connection: nil, lookup: nil) }
+        let open = waiting.values.compactMap { r -> (Record, HTTPRecord)? in
+            guard case .http(let h) = r else { return nil }
+            return (r, h)
+        }
+        for (r, h) in open.sorted(by: { ($0.1.ts, $0.1.connId ?? 0) < ($1.1.ts, $1.1.connId ?? 0) }) {
+            entry(r, h, connection: nil, nil, lookup: nil)
+        }
         waiting.removeAll()
     }
 
-    private func entry(_ h: HTTPRecord, connection: ConnectionRecord?, lookup: LookupSpan?) {
+    /// `record` is `.http(h)`; `connectionRecord` is `.connection(connection)` or nil.
+    private func entry(_ record: Record, _ h: HTTPRecord, connection connectionRecord: Record?, _ connection: ConnectionRecord?,
+                       lookup: LookupSpan?) {
         guard let t = ExchangeTimings(h, connection: connection, lookup: lookup) else { unplaced += 1; return }
         if batch == nil { batch = Batch(firstSeq: seq) }
-        batch!.items.append((h, t, connection))
+        batch!.items.append((record, t, connectionRecord))
         batch!.starts.append(t.startTs)
         seq += 1
         entries += 1
