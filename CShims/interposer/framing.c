@@ -35,6 +35,9 @@ static _Atomic(framer *) chunks[2][WJ_CONN_CHUNKS];
 // reading every framer's conn_id in a chunk faulted 1,024 zero pages in at the end of a curl
 // with one connection (about 1 ms).
 static _Atomic uint64_t started[2][WJ_CONN_CHUNKS][WJ_CONN_CHUNK / 64] WJ_BIG;
+// Chunks made so far (one past the highest index): the walk stops there, and a process that
+// framed nothing does not look at 2,048 empty cells.
+static _Atomic uint32_t chunks_made[2];
 
 static framer *framer_at(uint32_t slot, int stream, int create) {
     _Atomic(framer *) *cell = &chunks[stream][(slot >> WJ_CONN_CHUNK_BITS) & (WJ_CONN_CHUNKS - 1)];
@@ -47,6 +50,8 @@ static framer *framer_at(uint32_t slot, int stream, int create) {
         framer *expected = 0;
         if (atomic_compare_exchange_strong(cell, &expected, fresh)) {
             f = fresh;
+            uint32_t k = (slot >> WJ_CONN_CHUNK_BITS) & (WJ_CONN_CHUNKS - 1), made = atomic_load(&chunks_made[stream]);
+            while (made < k + 1 && !atomic_compare_exchange_weak(&chunks_made[stream], &made, k + 1)) {}
         } else {
             syscall(SYS_munmap, fresh, bytes);
             f = expected;
@@ -382,7 +387,7 @@ void wj_framing_end(wj_conn *c, uint64_t conn_id, uint64_t now, int handed_off) 
 
 void wj_framing_end_all(uint64_t now) {
     for (int stream = 0; stream < 2; stream++)
-        for (uint32_t k = 0; k < WJ_CONN_CHUNKS; k++) {
+        for (uint32_t k = 0, made = atomic_load(&chunks_made[stream]); k < made; k++) {
             framer *f = atomic_load_explicit(&chunks[stream][k], memory_order_acquire);
             if (!f) continue;
             for (uint32_t w = 0; w < WJ_CONN_CHUNK / 64; w++)

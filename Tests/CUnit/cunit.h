@@ -24,4 +24,5 @@ void test_ring(void);
 void test_h1_stash(void);
 void test_close_in_flight(void);
 void test_direct(void);
+void test_json(void);
 #endif

@@ -9,6 +9,7 @@ int main(void) {
     test_h1_stash();
     test_close_in_flight();
     test_direct();
+    test_json();
     printf("cunit: %d checks, %d failed\n", cunit_checks, cunit_failures);
     return cunit_failures != 0;
 }

@@ -1,6 +1,8 @@
 // A bounded JSON line builder over a caller's buffer: no allocation, no locks, so the
 // interposer can write its own records from any exit path. Output past the capacity is cut
 // and `overflow` set; callers check it and drop the record rather than write a broken line.
+// Keys (the `key` arguments; 0: an array element, no key) are wedjat's own field names:
+// printable ASCII without `"` or `\`, written as they are. Values are escaped.
 #ifndef WEDJAT_JSON_H
 #define WEDJAT_JSON_H
 #include <stddef.h>
