@@ -6,7 +6,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 "$root/scripts/deps.sh"
 
-echo "== C unit tests (the runtime's lifecycle, argv redaction, the ring, the HTTP/1 framer's stash on two threads, a connection closed during a call)"
+echo "== C unit tests (the runtime's lifecycle, argv redaction, the ring, the HTTP/1 framer's stash on two threads, a connection closed during a call, the C records' JSON strings)"
 "$root/Tests/CUnit/run.sh"
 
 echo "== unit tests (swift test)"
