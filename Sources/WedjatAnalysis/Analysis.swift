@@ -423,25 +423,29 @@ private final class SideAggregator: @unchecked Sendable {
         batch.reserveCapacity(Self.batchSize)
         slots.wait()
         queue.async { [self] in
-            for r in items {
-                switch r {
-                case .http(let h):
-                    let key = HTTPKey(h)
-                    http[key, default: HTTPStats(key: key)].add(h)
-                    if let t = h.ttfbUs { ttfb.record(t) }
-                    if let d = h.durationUs { durations.record(d) }
-                    endpoints.add(h)
-                case .httpSummary(let s):
-                    let key = HTTPKey(s)
-                    http[key, default: HTTPStats(key: key)].add(s)
-                    if let t = s.ttfbUs { ttfb.record(summary: t) }
-                    if let d = s.durationUs { durations.record(summary: d) }
-                    endpoints.add(s)
-                default:
-                    break
-                }
-            }
+            for i in items.indices { apply(items[i]) }
             slots.signal()
+        }
+    }
+
+    /// One record, borrowed: its payload is read in place, not copied out of the record's box
+    /// (a retain and a release of each of its strings).
+    private func apply(_ r: borrowing Record) {
+        switch r {
+        case .http(let h):
+            let key = HTTPKey(h)
+            http[key, default: HTTPStats(key: key)].add(h)
+            if let t = h.ttfbUs { ttfb.record(t) }
+            if let d = h.durationUs { durations.record(d) }
+            endpoints.add(h)
+        case .httpSummary(let s):
+            let key = HTTPKey(s)
+            http[key, default: HTTPStats(key: key)].add(s)
+            if let t = s.ttfbUs { ttfb.record(summary: t) }
+            if let d = s.durationUs { durations.record(summary: d) }
+            endpoints.add(s)
+        default:
+            break
         }
     }
 
