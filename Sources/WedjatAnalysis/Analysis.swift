@@ -171,7 +171,7 @@ public struct RunAnalysis: Sendable {
     /// One per file that held at least one good record, in reading order.
     public private(set) var logs: [ProcessLog] = []
     public private(set) var peers: [PeerKey: PeerStats] = [:]
-    public private(set) var http: [HTTPKey: HTTPStats] = [:]
+    public var http: [HTTPKey: HTTPStats] { tally.http }
     public private(set) var connectionStats = ConnectionStats()
     /// What share of the traffic was decoded, and why the rest was not (Coverage.swift).
     public private(set) var coverage = CoverageStats()
@@ -182,12 +182,14 @@ public struct RunAnalysis: Sendable {
     /// Single requests for the HTML report's waterfall (a bounded selection).
     public private(set) var requests = RequestCollector()
     /// All exchanges together, and all lookups (`dns` records): the headline's percentiles.
-    public private(set) var ttfb = DurationStats()
-    public private(set) var durations = DurationStats()
+    public var ttfb: DurationStats { tally.ttfb }
+    public var durations: DurationStats { tally.durations }
     public private(set) var dnsDurations = DurationStats()
     public private(set) var slowest: SlowestRequests
     public private(set) var summarizedGroups = SummarizedGroups()
-    public private(set) var endpoints = EndpointCollection()
+    public var endpoints: EndpointCollection { tally.endpoints }
+    /// The hosts' exchanges and connections, the percentiles of all exchanges, the endpoints.
+    private var tally = ExchangeTally()
     /// The current log's lookups, for the set-up of the slowest exchanges.
     private var lookups = LookupTracker()
     public private(set) var readerWarnings: [ReaderWarning] = []
@@ -266,13 +268,15 @@ public struct RunAnalysis: Sendable {
     private mutating func joinSide() {
         guard let side else { return }
         self.side = nil
-        let (e, t, d, h) = side.finish()
-        endpoints = e; ttfb = t; durations = d
+        let theirs = side.finish()
         // The side's hosts have their exchanges; this thread's, their connections.
-        for (key, var stats) in h {
+        var http = tally.http
+        for (key, var stats) in theirs.http {
             if let mine = http[key] { stats.takeConnections(of: mine) }
             http[key] = stats
         }
+        tally = theirs
+        tally.http = http
     }
 
     /// Exchanges joined across a fork, and halves left as they were (Handoff.swift).
@@ -335,26 +339,10 @@ public struct RunAnalysis: Sendable {
             // the side thread's).
             if !joined, !h.isContinuation { noteConnectionHost(h, log: i) }
             slowest.add(h, log: i, line: line, file: segmentFile == file ? nil : segmentFile)
-            if let side {
-                side.add(.http(h))
-            } else {
-                let key = HTTPKey(h)
-                http[key, default: HTTPStats(key: key)].add(h)
-                if let t = h.ttfbUs { ttfb.record(t) }
-                if let d = h.durationUs { durations.record(d) }
-                endpoints.add(h)
-            }
+            if let side { side.add(.http(h)) } else { tally.add(h) }
         case .httpSummary(let s):
             summarizedGroups.add(s)
-            if let side {
-                side.add(.httpSummary(s))
-            } else {
-                let key = HTTPKey(s)
-                http[key, default: HTTPStats(key: key)].add(s)
-                if let t = s.ttfbUs { ttfb.record(summary: t) }
-                if let d = s.durationUs { durations.record(summary: d) }
-                endpoints.add(s)
-            }
+            if let side { side.add(.httpSummary(s)) } else { tally.add(s) }
         case .dns(let d):
             if let us = d.durationUs { dnsDurations.record(us) }
             dnsFailures.add(d)
@@ -381,7 +369,7 @@ extension RunAnalysis {
         if connectionHostsLog == log, let id = c.connId { key = connectionHosts.removeValue(forKey: id) }
         if key == nil, c.error != nil || (c.httpRequests ?? 1) > 0 { key = HTTPKey(connection: c) }
         guard let key else { return }
-        http[key, default: HTTPStats(key: key)].add(connection: c)
+        tally.http[key, default: HTTPStats(key: key)].add(connection: c)
     }
 }
 
@@ -399,10 +387,7 @@ private final class SideAggregator: @unchecked Sendable {
     private let queue = DispatchQueue(label: "wedjat.analysis.side")
     private var batch: [Record] = []
     // Touched only on `queue` until `finish`.
-    private var endpoints = EndpointCollection()
-    private var ttfb = DurationStats()
-    private var durations = DurationStats()
-    private var http: [HTTPKey: HTTPStats] = [:]
+    private var tally = ExchangeTally()
     /// Batches handed over and not yet done: the applying thread waits above a few (memory).
     private let slots = DispatchSemaphore(value: 4)
     private static let batchSize = 2048
@@ -432,25 +417,41 @@ private final class SideAggregator: @unchecked Sendable {
     /// (a retain and a release of each of its strings).
     private func apply(_ r: borrowing Record) {
         switch r {
-        case .http(let h):
-            let key = HTTPKey(h)
-            http[key, default: HTTPStats(key: key)].add(h)
-            if let t = h.ttfbUs { ttfb.record(t) }
-            if let d = h.durationUs { durations.record(d) }
-            endpoints.add(h)
-        case .httpSummary(let s):
-            let key = HTTPKey(s)
-            http[key, default: HTTPStats(key: key)].add(s)
-            if let t = s.ttfbUs { ttfb.record(summary: t) }
-            if let d = s.durationUs { durations.record(summary: d) }
-            endpoints.add(s)
-        default:
-            break
+        case .http(let h): tally.add(h)
+        case .httpSummary(let s): tally.add(s)
+        default: break
         }
     }
 
-    func finish() -> (EndpointCollection, DurationStats, DurationStats, [HTTPKey: HTTPStats]) {
+    func finish() -> ExchangeTally {
         flush()
-        return queue.sync { (endpoints, ttfb, durations, http) }
+        return queue.sync { tally }
+    }
+}
+
+/// The exchanges' statistics that depend on nothing else: the hosts' exchanges (`HTTPStats`;
+/// their connections are the applying thread's to attribute), the run's TTFB and duration
+/// percentiles, the endpoints (in the order their records come, which decides the 1,000 kept).
+/// Kept by the applying thread, or by the side thread when there is one.
+struct ExchangeTally: Sendable {
+    var http: [HTTPKey: HTTPStats] = [:]
+    var ttfb = DurationStats()
+    var durations = DurationStats()
+    var endpoints = EndpointCollection()
+
+    mutating func add(_ h: HTTPRecord) {
+        let key = HTTPKey(h)
+        http[key, default: HTTPStats(key: key)].add(h)
+        if let t = h.ttfbUs { ttfb.record(t) }
+        if let d = h.durationUs { durations.record(d) }
+        endpoints.add(h)
+    }
+
+    mutating func add(_ s: HTTPSummaryRecord) {
+        let key = HTTPKey(s)
+        http[key, default: HTTPStats(key: key)].add(s)
+        if let t = s.ttfbUs { ttfb.record(summary: t) }
+        if let d = s.durationUs { durations.record(summary: d) }
+        endpoints.add(s)
     }
 }
