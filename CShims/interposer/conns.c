@@ -229,7 +229,9 @@ void wj_conns_end_overdue(uint64_t now, uint64_t grace_ns) {
             uint64_t asked = WJ_LOAD(c->t_end_asked), last_io = WJ_LOAD(c->t_last_io);
             // A call that returned unseen: the socket was released by its last I/O.
             if (!conn_busy(c)) end_deferred(c, last_io > asked ? last_io : asked);
-            else if (now - asked >= grace_ns) end_deferred(c, now);
+            // `now` is the round's, taken before this sweep: an end asked since is newer than
+            // it (now - asked would wrap and end a call in flight at once).
+            else if (!grace_ns || (now >= asked && now - asked >= grace_ns)) end_deferred(c, now > asked ? now : asked);
         }
     }
 }

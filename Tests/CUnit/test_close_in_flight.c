@@ -99,6 +99,19 @@ void test_close_in_flight(void) {
     wj_conn_call_done(c, WJ_IN);
     CHECK(n_pushed == 1, "not ended twice: %d", n_pushed);
 
+    // The round's time taken before the close (the agent's round began, the app closed, then
+    // the sweep ran): the end asked is newer than `now`, so the call is not overdue (the
+    // unsigned difference wrapped, and a reader still in recv lost its response).
+    n_pushed = 0;
+    uint64_t round_now = wj_now_ns();
+    c = open_conn(WJ_TRANSPORT_TCP, &fd, &id);
+    wj_conn_call_begin(c, WJ_IN);
+    close_fd(fd);
+    wj_conns_end_overdue(round_now, 1000000000ull);
+    CHECK(n_pushed == 0, "a round older than the close ends nothing: %d", n_pushed);
+    wj_conn_call_done(c, WJ_IN);
+    CHECK(n_pushed == 1 && pushed[0].conn_id == id, "ended when the call returned: %d", n_pushed);
+
     // UDP is not held for a call.
     n_pushed = 0;
     c = open_conn(WJ_TRANSPORT_UDP, &fd, &id);
