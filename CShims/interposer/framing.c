@@ -39,8 +39,13 @@ static _Atomic uint64_t started[2][WJ_CONN_CHUNKS][WJ_CONN_CHUNK / 64] WJ_BIG;
 // framed nothing does not look at 2,048 empty cells.
 static _Atomic uint32_t chunks_made[2];
 
+// A connection slot's chunk and its place in it.
+static inline uint32_t chunk_of(uint32_t slot) { return (slot >> WJ_CONN_CHUNK_BITS) & (WJ_CONN_CHUNKS - 1); }
+static inline uint32_t place_of(uint32_t slot) { return slot & (WJ_CONN_CHUNK - 1); }
+
 static framer *framer_at(uint32_t slot, int stream, int create) {
-    _Atomic(framer *) *cell = &chunks[stream][(slot >> WJ_CONN_CHUNK_BITS) & (WJ_CONN_CHUNKS - 1)];
+    uint32_t k = chunk_of(slot);
+    _Atomic(framer *) *cell = &chunks[stream][k];
     framer *f = atomic_load_explicit(cell, memory_order_acquire);
     if (WJ_UNLIKELY(!f)) {
         if (!create) return 0;
@@ -50,14 +55,14 @@ static framer *framer_at(uint32_t slot, int stream, int create) {
         framer *expected = 0;
         if (atomic_compare_exchange_strong(cell, &expected, fresh)) {
             f = fresh;
-            uint32_t k = (slot >> WJ_CONN_CHUNK_BITS) & (WJ_CONN_CHUNKS - 1), made = atomic_load(&chunks_made[stream]);
+            uint32_t made = atomic_load(&chunks_made[stream]);
             while (made < k + 1 && !atomic_compare_exchange_weak(&chunks_made[stream], &made, k + 1)) {}
         } else {
             syscall(SYS_munmap, fresh, bytes);
             f = expected;
         }
     }
-    return &f[slot & (WJ_CONN_CHUNK - 1)];
+    return &f[place_of(slot)];
 }
 
 // ---------------------------------------------------------------- the record budget
@@ -194,8 +199,8 @@ static void start(wj_conn *c, uint32_t slot, int stream, int client) {
     atomic_store_explicit(&f->h2, WJ_H2_UNDECIDED, memory_order_relaxed);
     wj_h2_walk_init(&f->w);
     atomic_store_explicit(&f->conn_id, WJ_LOAD(c->conn_id), memory_order_release);
-    uint32_t k = (slot >> WJ_CONN_CHUNK_BITS) & (WJ_CONN_CHUNKS - 1), i = slot & (WJ_CONN_CHUNK - 1);
-    atomic_fetch_or_explicit(&started[stream][k][i / 64], (uint64_t)1 << (i % 64), memory_order_release);
+    uint32_t i = place_of(slot);
+    atomic_fetch_or_explicit(&started[stream][chunk_of(slot)][i / 64], (uint64_t)1 << (i % 64), memory_order_release);
     atomic_fetch_or(&c->watch, (uint32_t)((stream == WJ_STREAM_PLAIN ? WJ_WATCH_FRAME_PLAIN : WJ_WATCH_FRAME_RAW) |
                                           (client ? WJ_WATCH_CLIENT : 0)));
 }
