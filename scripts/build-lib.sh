@@ -12,9 +12,9 @@ cd "$root"
 
 # --- libwedjat.so (C only: tiny, cheap to load in every process)
 # Layout matters to a short process (docs/PERFORMANCE.md, "Per-process costs"): every page it
-# writes is a page fault. The files whose own arrays would sit between the small state are
-# compiled with -fdata-sections, so that the link (--sort-section=name) puts their variables
-# after it (CShims/common/include/wedjat_common.h, WJ_BIG).
+# writes is a page fault. Arrays are marked WJ_BIG or WJ_COLD, so that the link
+# (--sort-section=name) puts them after the small state (CShims/common/include/wedjat_common.h);
+# scripts/check-layout.sh keeps it so.
 "$root/scripts/gen-version-script.sh" "$root/.build-lib/wedjat.map"
 cflags=(-std=gnu11 -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation
         -D_GNU_SOURCE -I CShims/common/include -I CShims/common -I CShims/interposer)
@@ -23,9 +23,7 @@ rm -rf "$objdir"
 mkdir -p "$objdir"
 pids=()
 for src in CShims/common/*.c CShims/interposer/*.c; do
-  extra=()
-  case "$(basename "$src")" in conns.c|signals.c|waits.c) extra=(-fdata-sections) ;; esac
-  ${CC:-cc} "${cflags[@]}" "${extra[@]}" -c "$src" -o "$objdir/$(basename "$src" .c).o" & pids+=($!)
+  ${CC:-cc} "${cflags[@]}" -c "$src" -o "$objdir/$(basename "$src" .c).o" & pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 ${CC:-cc} "${cflags[@]}" -shared "$objdir"/*.o CShims/interposer/*_x86_64.S \

@@ -18,6 +18,7 @@ prefix="$root/.build-test"
 rm -rf "$prefix"
 mkdir -p "$prefix/bin" "$prefix/lib"
 "$root/scripts/build-lib.sh" "$prefix/lib"
+"$root/scripts/check-layout.sh" "$prefix/lib/libwedjat.so"
 # The CLI finds its library as ../lib/libwedjat.so next to its own (real) path: copy it.
 cp "$(swift build --show-bin-path)/wedjat-cli" "$prefix/bin/wedjat"
 

@@ -191,6 +191,12 @@ void wj_json_raw(wj_json *j, const char *raw) {
     j->comma = 1;
 }
 
+void wj_json_members(wj_json *j, const char *members, size_t n) {
+    sep(j);
+    put(j, members, n);
+    j->comma = 1;
+}
+
 void wj_json_newline(wj_json *j) {
     putc_(j, '\n');
     j->comma = 0;

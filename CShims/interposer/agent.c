@@ -88,7 +88,7 @@ static uint64_t exec_failed_mono;
 // Aligned to a page by hand (an aligned(4096) variable would start all of .bss on a page of
 // its own): a short process's whole output, header included, then stays in one page.
 #define WJ_OUT_SIZE (3 * WJ_RECORD_MAX)
-WJ_BIG static char out_raw[WJ_OUT_SIZE + 4096];
+WJ_BIG_HOT static char out_raw[WJ_OUT_SIZE + 4096];
 #define out_buf ((char *)(((uintptr_t)out_raw + 4095) & ~(uintptr_t)4095))
 static size_t out_base;                       // the header's bytes at its start
 static size_t out_len;                        // end of the pending lines (>= out_base)

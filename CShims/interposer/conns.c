@@ -14,8 +14,10 @@
 #include <unistd.h>
 #include "sys_raw.h"
 
-_Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
-_Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
+// 8 KiB each, after the small state (WJ_BIG): a process touches only their first entries.
+WJ_BIG _Atomic(_Atomic uint64_t *) wj_fd_chunks[WJ_FD_CHUNKS];
+WJ_BIG _Atomic(wj_conn *) wj_conn_chunks[WJ_CONN_CHUNKS];
+static _Atomic unsigned fd_chunks_end;   // past the last fd chunk made: the walks stop there
 uint64_t wj_fd_generation = 1;
 _Atomic int wj_connecting_count;
 static _Atomic uint64_t wj_conn_counter;
@@ -49,8 +51,12 @@ static void *chunk(_Atomic(void *) *cell, size_t bytes) {
 
 static _Atomic uint64_t *fd_cell(int fd) {
     if ((unsigned)fd >= WJ_FD_MAX) return 0;
-    _Atomic uint64_t *c = chunk((_Atomic(void *) *)&wj_fd_chunks[(unsigned)fd >> WJ_FD_CHUNK_BITS],
-                                WJ_FD_CHUNK * sizeof(_Atomic uint64_t));
+    unsigned k = (unsigned)fd >> WJ_FD_CHUNK_BITS;
+    _Atomic uint64_t *c = chunk((_Atomic(void *) *)&wj_fd_chunks[k], WJ_FD_CHUNK * sizeof(_Atomic uint64_t));
+    if (WJ_UNLIKELY(c && atomic_load_explicit(&fd_chunks_end, memory_order_relaxed) <= k)) {
+        unsigned end = atomic_load(&fd_chunks_end);
+        while (end <= k && !atomic_compare_exchange_weak(&fd_chunks_end, &end, k + 1)) {}
+    }
     return c ? &c[(unsigned)fd & (WJ_FD_CHUNK - 1)] : 0;
 }
 
@@ -327,7 +333,8 @@ void wj_close_tracked_range(unsigned lo, unsigned hi) {
 }
 
 void wj_fds_each(int (*fn)(int fd, wj_conn *c, void *ctx), void *ctx) {
-    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
+    unsigned end = atomic_load(&fd_chunks_end);
+    for (unsigned k = 0; k < end; k++) {
         _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
         if (!chunk) continue;
         for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
@@ -350,7 +357,8 @@ void wj_conns_forked(void) {
     // fd still refers to stays, in the new generation, marked inherited (the child reports it
     // from its first use, as the parent's connection going on); a slot no fd refers to is free.
     uint64_t old = wj_fd_generation++;
-    for (unsigned k = 0; k < WJ_FD_CHUNKS; k++) {
+    unsigned end = atomic_load(&fd_chunks_end);
+    for (unsigned k = 0; k < end; k++) {
         _Atomic uint64_t *chunk = atomic_load(&wj_fd_chunks[k]);
         if (!chunk) continue;
         for (unsigned i = 0; i < WJ_FD_CHUNK; i++) {
@@ -374,9 +382,10 @@ void wj_conns_forked(void) {
             atomic_fetch_or(&c->watch, (uint32_t)WJ_WATCH_INHERITED);
         }
     }
-    atomic_store(&wj_connecting_count, 0);
+    // Written only when it changes: each page written here is a copy the child pays for.
+    if (atomic_load(&wj_connecting_count)) atomic_store(&wj_connecting_count, 0);
     // Ends the parent left to its calls in flight are the parent's to report.
-    if (atomic_exchange(&ends_waiting, 0))
+    if (atomic_load(&ends_waiting) && atomic_exchange(&ends_waiting, 0))
         for (unsigned k = 0; k < WJ_CONN_CHUNKS; k++) {
             wj_conn *chunk = atomic_load(&wj_conn_chunks[k]);
             if (chunk)

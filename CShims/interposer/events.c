@@ -10,7 +10,7 @@
 wj_ring wj_event_ring;
 wj_ring wj_dns_ring;
 wj_ring wj_payload_ring;
-static unsigned char event_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] WJ_BIG;
+static unsigned char event_slots[WJ_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_event))] WJ_BIG_HOT;
 static unsigned char dns_slots[WJ_DNS_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_dns_event))] WJ_BIG;
 static unsigned char payload_slots[WJ_PAYLOAD_RING_CAPACITY * WJ_RING_STRIDE(sizeof(wj_payload))] WJ_BIG;
 

@@ -30,7 +30,7 @@ typedef struct framer {
     wj_h1 h;
 } framer;
 
-static _Atomic(framer *) chunks[2][WJ_CONN_CHUNKS];
+WJ_BIG static _Atomic(framer *) chunks[2][WJ_CONN_CHUNKS];   // 16 KiB: after the small state
 // The framers ever started, a bit each, for the walk at the end: a framer is over a page, and
 // reading every framer's conn_id in a chunk faulted 1,024 zero pages in at the end of a curl
 // with one connection (about 1 ms).

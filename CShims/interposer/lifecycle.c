@@ -90,7 +90,9 @@ static void atfork_prepare(void) {
     if (wj_run_state != WJ_RUN_RECORDING) return;
     // Only while no other thread exists: dlsym takes the loader's lock.
     if (__libc_single_threaded) wj_real_warm_for_children();
+    wj_records_warm_for_children();
     wj_agent_fork_prepare();
+    wj_records_fork_prepare();   // last: the closer to the fork, the likelier the same tick
 }
 
 static void atfork_parent(void) {
@@ -119,6 +121,7 @@ static void reset_child(void) {
     wj_http_counts_forked();
     wj_events_forget_pending();
     wj_process_new_identity();
+    wj_records_forked();
     memcpy(wj_proc.parent_log, parent_log, sizeof parent_log);
     wj_proc.end_reason = WJ_END_NONE;
     wj_proc.has_exit_status = 0;

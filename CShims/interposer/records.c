@@ -38,6 +38,11 @@ static char argv_small[256];
 static char *argv_copy = argv_small;
 static size_t argv_len;
 static int argv_truncated, argv_kept;
+// process_start's argv members as formatted from the copy (redaction included), kept for the
+// forked children, which would otherwise each redact the same argv again.
+WJ_COLD static char argv_members[4096];
+static size_t argv_members_len;
+static int argv_members_state;   // 0 not formatted yet, 1 kept, -1 longer than the buffer
 
 void wj_records_keep_argv(int argc, char **argv) {
     size_t total = 0;
@@ -53,6 +58,7 @@ void wj_records_keep_argv(int argc, char **argv) {
     }
     argv_len = used;
     argv_kept = 1;
+    argv_members_state = 0;
 }
 
 static void header(wj_json *j, const char *type, uint64_t mono, int tid) {
@@ -88,16 +94,19 @@ static long logical_cpus(void) {
 // leaves, so there the maximum leaf is not asked first.
 static void cpu_model_uncached(char *out, size_t cap);
 
-// Read once per process: forked children (and their exec'd images never) ask again.
+// Read once per process chain: forked children inherit it (the parent reads it before its
+// first fork, wj_records_warm_for_children) and exec'd images get it from the exec hint.
+static char cpu_model_cached[128];
+static int cpu_model_known;
+
 static void cpu_model(char *out, size_t cap) {
-    static char cached[128];
-    static int known;
-    if (!known) {
-        cpu_model_uncached(cached, sizeof cached);
-        known = 1;
+    if (!cpu_model_known) {
+        cpu_model_uncached(cpu_model_cached, sizeof cpu_model_cached);
+        cpu_model_known = 1;
     }
-    wj_copy_str(out, cap, cached);
+    wj_copy_str(out, cap, cpu_model_cached);
 }
+
 
 static void cpu_model_uncached(char *out, size_t cap) {
     out[0] = 0;
@@ -165,6 +174,42 @@ static int read_start_ticks(unsigned long long *ticks) {
 static unsigned long long cached_ticks;
 static pid_t cached_ticks_pid;
 
+// Clock ticks per second of /proc's times (AT_CLKTCK, what sysconf(_SC_CLK_TCK) answers).
+static long clock_hz(void) {
+    static long hz;
+    if (!hz) {
+        long v = (long)getauxval(AT_CLKTCK);
+        hz = v > 0 ? v : 100;
+    }
+    return hz;
+}
+
+// A forked child's start ticks without reading /proc/self/stat: the kernel takes them from
+// CLOCK_BOOTTIME inside fork (start_boottime, in /proc as ns / (1e9 / hz), truncated), so a
+// read before the fork and one in the child that fall in the same tick give them exactly.
+// When they do not (a tick boundary in between, about one fork in a hundred), /proc is read.
+static uint64_t boot_before_fork_ns;
+
+static uint64_t boottime_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_BOOTTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+void wj_records_fork_prepare(void) {
+    (void)clock_hz();
+    boot_before_fork_ns = boottime_ns();
+}
+
+void wj_records_forked(void) {
+    uint64_t per_tick = 1000000000ull / (uint64_t)clock_hz();
+    uint64_t before = boot_before_fork_ns / per_tick, after = boottime_ns() / per_tick;
+    if (boot_before_fork_ns && before == after) {
+        cached_ticks = before;
+        cached_ticks_pid = wj_proc.pid;
+    }
+}
+
 uint64_t wj_proc_start_ticks(void) {
     if (cached_ticks_pid != wj_proc.pid) {
         unsigned long long t = 0;
@@ -205,7 +250,7 @@ static void hint_path(char *out, size_t cap, const char *dir, int shm) {
 }
 
 // The connections the next image goes on with (conns.c), gathered on the exec'ing thread.
-static char exec_carry[2048];
+WJ_COLD static char exec_carry[2048];
 static size_t exec_carry_len;
 
 void wj_exec_hint_set_carry(const char *lines, size_t n) {
@@ -229,6 +274,11 @@ void wj_exec_hint_leave(const char *raw_dir_env) {
     n += wj_fmt_u64(buf + n, wj_proc_start_ticks());
     buf[n++] = ' ';
     n += wj_fmt_u64(buf + n, wj_now_ns());
+    // The CPU model, known here, costs the next image three trapping CPUIDs (about 25 us).
+    if (cpu_model_known && cpu_model_cached[0]) {
+        buf[n++] = ' ';
+        n += wj_copy_str(buf + n, sizeof cpu_model_cached, cpu_model_cached);
+    }
     const char *strings[4] = {wj_proc.log_path, wj_proc.parent_log, wj_proc.config.dir, raw_dir_env ? raw_dir_env : ""};
     const char seps[4] = {'\n', '\n', '\n', '\t'};
     for (int i = 0; i < 4; i++) {
@@ -355,7 +405,14 @@ int wj_exec_hint_take(wj_exec_hint *out) {
     if (!hint_is_ours(buf)) return 0;
     const char *end1;
     wj_parse_u64(space + 1, &end1);
-    if (*end1 == ' ') out->exec_mono = wj_parse_u64(end1 + 1, 0);
+    if (*end1 == ' ') {
+        const char *end2;
+        out->exec_mono = wj_parse_u64(end1 + 1, &end2);
+        if (*end2 == ' ' && end2[1] && !cpu_model_known) {
+            wj_copy_str(cpu_model_cached, sizeof cpu_model_cached, end2 + 1);
+            cpu_model_known = 1;
+        }
+    }
     wj_copy_str(out->from, sizeof out->from, line2);
     wj_copy_str(out->parent, sizeof out->parent, line3);
     // The chain's log directory, for an image whose WEDJAT_DIR is the same relative path.
@@ -436,18 +493,10 @@ static const char *argv_mode_name(int mode) {
     return mode == WJ_ARGV_FULL ? "full" : mode == WJ_ARGV_NONE ? "none" : "redact";
 }
 
-size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) {
-    wj_json j;
-    wj_json_init(&j, buf, cap);
-    header(&j, "process_start", wj_proc.init_mono_ns, wj_proc.pid);
-    wj_json_int(&j, "schema", WEDJAT_SCHEMA);
-    wj_json_str(&j, "wedjat_version", WEDJAT_VERSION);
-
-    wj_json_str(&j, "exe", wj_proc.exe);
-
-    // argv as the kernel holds it; each argument redacted per WEDJAT_ARGV. A huge argv is cut
-    // (argv_truncated) so process_start always fits.
-    // argv as main() got it; before main (or without it), what the kernel holds now.
+// argv, argv_truncated and argv_mode: a huge argv is cut past `limit` bytes of the record.
+static void argv_members_to(wj_json *j, size_t limit) {
+    // argv as main() got it; before main (or without it), what the kernel holds now. Each
+    // argument redacted per WEDJAT_ARGV.
     WJ_BIG static char proc_cmdline[32768];
     WJ_BIG static char redacted[4096];
     const char *cmdline = argv_copy;
@@ -458,29 +507,58 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
         truncated = len >= (long)sizeof proc_cmdline - 1;
         cmdline = proc_cmdline;
     }
-    wj_json_begin_array(&j, "argv");
+    wj_json_begin_array(j, "argv");
     const char *previous = 0;
     for (long off = 0, index = 0; len > 0 && off < len; index++) {
         const char *arg = cmdline + off;
         size_t arg_len = wj_strnlen(arg, (size_t)(len - off));
         if (wj_proc.config.argv_mode == WJ_ARGV_NONE && index > 0) break;
-        if (j.len + arg_len + 64 > cap / 2) { truncated = 1; break; }
+        if (j->len + arg_len + 64 > limit) { truncated = 1; break; }
         if (wj_proc.config.argv_mode == WJ_ARGV_REDACT && index > 0) {
             // A short argument is redacted on the stack (masks make it at most about 3 times
             // longer), a long one in the big buffer.
             char small[1024];
             int fits = arg_len * 4 + 64 < sizeof small;
             wj_redact_arg(previous, arg, fits ? small : redacted, fits ? sizeof small : sizeof redacted);
-            wj_json_str(&j, 0, fits ? small : redacted);
+            wj_json_str(j, 0, fits ? small : redacted);
         } else {
-            wj_json_strn(&j, 0, arg, arg_len);
+            wj_json_strn(j, 0, arg, arg_len);
         }
         previous = arg;
         off += (long)arg_len + 1;
     }
-    wj_json_end_array(&j);
-    if (truncated) wj_json_bool(&j, "argv_truncated", 1);
-    wj_json_str(&j, "argv_mode", argv_mode_name(wj_proc.config.argv_mode));
+    wj_json_end_array(j);
+    if (truncated) wj_json_bool(j, "argv_truncated", 1);
+    wj_json_str(j, "argv_mode", argv_mode_name(wj_proc.config.argv_mode));
+}
+
+// Kept only when short: no argument of it is then near the cut (half of process_start's room).
+static void keep_argv_members(void) {
+    wj_json j;
+    wj_json_init(&j, argv_members, sizeof argv_members);
+    argv_members_to(&j, (size_t)-1 / 2);
+    argv_members_len = j.overflow ? 0 : j.len;
+    argv_members_state = j.overflow ? -1 : 1;
+}
+
+void wj_records_warm_for_children(void) {
+    char unused[8];
+    cpu_model(unused, sizeof unused);
+    if (argv_kept && !argv_members_state) keep_argv_members();
+}
+
+size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) {
+    wj_json j;
+    wj_json_init(&j, buf, cap);
+    header(&j, "process_start", wj_proc.init_mono_ns, wj_proc.pid);
+    wj_json_int(&j, "schema", WEDJAT_SCHEMA);
+    wj_json_str(&j, "wedjat_version", WEDJAT_VERSION);
+
+    wj_json_str(&j, "exe", wj_proc.exe);
+
+    if (argv_kept && !argv_members_state) keep_argv_members();
+    if (argv_kept && argv_members_state > 0) wj_json_members(&j, argv_members, argv_members_len);
+    else argv_members_to(&j, cap / 2);
 
     const char *parent = wj_proc.parent_log[0] ? wj_proc.parent_log : hint ? hint->parent : "";
     wj_json_int(&j, "ppid", wj_proc.ppid);
@@ -513,8 +591,7 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
         struct timespec rt, bt;
         clock_gettime(CLOCK_REALTIME, &rt);
         clock_gettime(CLOCK_BOOTTIME, &bt);
-        long hz = (long)getauxval(AT_CLKTCK);   // what sysconf(_SC_CLK_TCK) answers
-        if (hz <= 0) hz = 100;
+        long hz = clock_hz();
         int64_t boot_us = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000000 + ((int64_t)rt.tv_nsec - bt.tv_nsec) / 1000;
         wj_json_int(&j, "process_start_ts", boot_us + (int64_t)(ticks * 1000000ull / (unsigned long long)hz));
         wj_json_uint(&j, "proc_start_ticks", ticks);

@@ -34,6 +34,12 @@ WJ_HIDDEN void wj_exec_hint_forget(void);   // the exec failed
 // in that image, at initialisation, the lines and its parent's log (1 when there are some).
 WJ_HIDDEN void wj_exec_hint_set_carry(const char *lines, size_t n);
 WJ_HIDDEN int wj_exec_hint_carried(char *lines, size_t cap, char *parent, size_t pcap);
+// Before a fork, in the parent: what each child would otherwise find out again (the CPU
+// model, argv as process_start shows it) and the boot-clock reading that, with the child's own
+// (wj_records_forked, once its pid is known), gives it its start ticks without /proc.
+WJ_HIDDEN void wj_records_warm_for_children(void);
+WJ_HIDDEN void wj_records_fork_prepare(void);
+WJ_HIDDEN void wj_records_forked(void);
 // Would the image about to be exec'd load wedjat (and why not)? NULL when it would.
 WJ_HIDDEN const char *wj_exec_unwatched_reason(const char *target, char *const envp[]);
 

@@ -38,7 +38,7 @@ typedef struct {
     struct sigaction held;  // a held SIG_DFL (signals.h): the entry the kernel would show
 } disposition;
 
-static disposition disp[WJ_NSIG];
+WJ_COLD static disposition disp[WJ_NSIG];   // 12 KiB: out of the small state
 static int hold_default(int sig, disposition *d, const struct sigaction *view);
 
 // wedjat's own signal: its handler, and what the app set on that number meanwhile (the kernel

@@ -79,6 +79,22 @@ void test_json(void) {
     wj_json_str(&j, "n", 0);
     wj_json_end(&j);
     CHECK_STR(buf, "{\"k\":\"v\",\"n\":null}");
+    // Members formatted before by another writer (process_start's argv, kept for forked
+    // children), spliced in with the comma they need, first or after another member.
+    char members[32];
+    wj_json m;
+    wj_json_init(&m, members, sizeof members);
+    wj_json_begin_array(&m, "a");
+    wj_json_int(&m, 0, 1);
+    wj_json_end_array(&m);
+    wj_json_str(&m, "b", "x");
+    wj_json_init(&j, buf, sizeof buf);
+    wj_json_begin(&j);
+    wj_json_members(&j, members, m.len);
+    wj_json_int(&j, "c", 2);
+    wj_json_members(&j, members, m.len);
+    wj_json_end(&j);
+    CHECK_STR(buf, "{\"a\":[1],\"b\":\"x\",\"c\":2,\"a\":[1],\"b\":\"x\"}");
     // A key that does not fit: overflow, the line left as it was.
     wj_json_init(&j, buf, 8);
     wj_json_begin(&j);

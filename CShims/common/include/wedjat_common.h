@@ -9,20 +9,25 @@
 #include <stdatomic.h>
 
 // Where state lives decides what a short process pays for it: every page written is a page
-// fault (a few microseconds in a VM), pages never touched cost nothing. The link sorts input
-// sections by name (--sort-section=name), so .bss is laid out as:
+// fault (a few microseconds in a VM), pages never touched cost nothing, and every 2 MiB
+// region with a page in it costs a page table, made again in each forked child. The link
+// sorts input sections by name (--sort-section=name), so .bss is laid out as:
 //   ".bss"          the small state of every file: a short process touches most of it, and it
 //                   starts in the page of .got.plt and .data, which the loader dirties anyway;
 //   ".bss.0tail"    wj_proc (WJ_HOT_TAIL): its first pages are hot, the rest (the log's closed
 //                   segments) is not;
-//   ".bss.<name>"   the variables of the files build-lib.sh compiles with -fdata-sections
-//                   (their own arrays would otherwise sit between the small state);
-//   ".bss.~big", ".bss.~cold"  arrays, buffers and rings, touched only when used.
+//   ".bss.1cold"    smaller buffers touched now and then (WJ_COLD);
+//   ".bss.2hot"     big arrays whose first pages every process writes (WJ_BIG_HOT): the
+//                   output buffer and the event ring's slots;
+//   ".bss.~big"     arrays, buffers and rings, touched only when used (WJ_BIG).
+// So all a short process touches is in the first 2 MiB. scripts/check-layout.sh keeps it so:
+// no array of 1 KiB or more in the small state.
 // Alignment stays small (64): a page-aligned array would start .bss on a page of its own.
 #define WJ_BIG __attribute__((section(".bss.~big"), aligned(64)))
-// Smaller state that a short process never touches (error texts, probe results, buffers of
+// Smaller state that a short process seldom touches (error texts, probe results, buffers of
 // rare records): after the hot small state, so that it does not spread over more pages.
-#define WJ_COLD __attribute__((section(".bss.~cold")))
+#define WJ_COLD __attribute__((section(".bss.1cold")))
+#define WJ_BIG_HOT __attribute__((section(".bss.2hot"), aligned(64)))
 #define WJ_HOT_TAIL __attribute__((section(".bss.0tail")))
 #include <pthread.h>
 

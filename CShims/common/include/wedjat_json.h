@@ -30,6 +30,8 @@ void wj_json_uint(wj_json *j, const char *key, uint64_t value);
 void wj_json_bool(wj_json *j, const char *key, int value);
 void wj_json_null(wj_json *j, const char *key);
 void wj_json_raw(wj_json *j, const char *raw);     // trusted JSON fragment
+// Members formatted before by this writer ("k":v,"k2":v2), after a comma when one is due.
+void wj_json_members(wj_json *j, const char *members, size_t n);
 void wj_json_newline(wj_json *j);
 
 // argv redaction (WEDJAT_ARGV=redact): writes the redacted form of `arg` into out.
