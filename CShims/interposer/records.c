@@ -96,13 +96,17 @@ static void cpu_model_uncached(char *out, size_t cap);
 
 // Read once per process chain: forked children inherit it (the parent reads it before its
 // first fork, wj_records_warm_for_children) and exec'd images get it from the exec hint.
+// Other images read it from the per-user tmpfs directory of the hints (file "cpu", written
+// by the first image that asked the CPU; read with the look for a hint, cpu_cache_take).
 static char cpu_model_cached[128];
 static int cpu_model_known;
+static void cpu_cache_leave(void);
 
 static void cpu_model(char *out, size_t cap) {
     if (!cpu_model_known) {
         cpu_model_uncached(cpu_model_cached, sizeof cpu_model_cached);
         cpu_model_known = 1;
+        cpu_cache_leave();
     }
     wj_copy_str(out, cap, cpu_model_cached);
 }
@@ -249,6 +253,38 @@ static void hint_path(char *out, size_t cap, const char *dir, int shm) {
     wj_fmt_i64(out + n + name_len, wj_proc.pid);
 }
 
+// The CPU model's cache in the tmpfs directory (cpu_model): one line of printable ASCII.
+static int cpu_cache_take(const char *dir) {
+    char path[64], buf[sizeof cpu_model_cached];
+    size_t n = wj_copy_str(path, sizeof path - 8, dir);
+    memcpy(path + n, "/cpu", 5);
+    long len = wj_read_file(path, buf, sizeof buf);
+    if (len <= 0 || len >= (long)sizeof buf - 1) return 0;
+    for (long i = 0; i < len; i++)
+        if (buf[i] < 0x20 || buf[i] > 0x7e) return 0;
+    memcpy(cpu_model_cached, buf, (size_t)len + 1);
+    cpu_model_known = 1;
+    return 1;
+}
+
+// Written under another name, then renamed: a reader never sees half of it.
+static void cpu_cache_leave(void) {
+    if (!cpu_model_cached[0]) return;
+    char dir[WJ_PATH_MAX], tmp[WJ_PATH_MAX + 32], path[WJ_PATH_MAX + 32];
+    if (!hint_dir(dir, sizeof dir, 1)) return;
+    size_t n = wj_copy_str(tmp, sizeof tmp - 32, dir);
+    memcpy(path, tmp, n);
+    memcpy(path + n, "/cpu", 5);
+    memcpy(tmp + n, "/.cpu.", 6);
+    wj_fmt_i64(tmp + n + 6, wj_proc.pid);
+    int fd = wj_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    size_t len = strlen(cpu_model_cached);
+    int ok = wj_sys_write(fd, cpu_model_cached, len) == (long)len;
+    wj_sys_close(fd);
+    if (!ok || syscall(SYS_renameat, AT_FDCWD, tmp, AT_FDCWD, path) != 0) syscall(SYS_unlinkat, AT_FDCWD, tmp, 0);
+}
+
 // The connections the next image goes on with (conns.c), gathered on the exec'ing thread.
 WJ_COLD static char exec_carry[2048];
 static size_t exec_carry_len;
@@ -345,10 +381,11 @@ static long hint_read(char *buf, size_t cap, int take) {
             if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
                 st.st_uid != euid || (st.st_mode & 077))
                 continue;
-            // An empty directory on tmpfs is 40 bytes (two entries of its nominal 20): no hint
-            // in it, and none can appear for this image (its previous image wrote it before the
-            // exec). The common case, and an open that would fail less.
-            if (st.st_size == 40) {
+            // A directory on tmpfs is 40 bytes and 20 more per entry: empty, or holding only the
+            // CPU model's cache, it has no hint, and none can appear for this image (its previous
+            // image wrote it before the exec). The common case, and an open that would fail less.
+            int cpu_taken = !cpu_model_known && st.st_size >= 60 && cpu_cache_take(dir);
+            if (st.st_size == 40 || (st.st_size == 60 && cpu_taken)) {
                 hint_none = 1;
                 break;
             }
