@@ -90,8 +90,8 @@ static void atfork_prepare(void) {
     if (wj_run_state != WJ_RUN_RECORDING) return;
     // Only while no other thread exists: dlsym takes the loader's lock.
     if (__libc_single_threaded) wj_real_warm_for_children();
-    wj_records_warm_for_children();
     wj_agent_fork_prepare();
+    wj_records_warm_for_children();   // under the agent lock: wedjat's thread formats them too
     wj_records_fork_prepare();   // last: the closer to the fork, the likelier the same tick
 }
 

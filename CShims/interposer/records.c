@@ -100,13 +100,14 @@ static void cpu_model_uncached(char *out, size_t cap);
 // by the first image that asked the CPU; read with the look for a hint, cpu_cache_take).
 static char cpu_model_cached[128];
 static int cpu_model_known;
+static int cpu_model_asked;   // asked the CPU in this image: the cache is left with process_start
 static void cpu_cache_leave(void);
 
 static void cpu_model(char *out, size_t cap) {
     if (!cpu_model_known) {
         cpu_model_uncached(cpu_model_cached, sizeof cpu_model_cached);
         cpu_model_known = 1;
-        cpu_cache_leave();
+        cpu_model_asked = 1;
     }
     wj_copy_str(out, cap, cpu_model_cached);
 }
@@ -617,6 +618,12 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
     }
     char model[128];
     cpu_model(model, sizeof model);
+    // Here, not where the CPU was asked (a fork's prepare runs on an app thread): process_start
+    // is formatted where wedjat's fds cannot take one of the app's numbers.
+    if (cpu_model_asked) {
+        cpu_model_asked = 0;
+        cpu_cache_leave();
+    }
     wj_json_str(&j, "cpu_model", model);
     wj_json_int(&j, "cpus", logical_cpus());
     struct sysinfo si;

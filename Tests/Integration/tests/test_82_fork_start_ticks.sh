@@ -2,9 +2,11 @@
 # in the child): 300 children, half exec'ing /bin/true. Each child's log must carry the
 # kernel's own start time (read by the parent from /proc/PID/stat before reaping), and
 # each exec'd image must continue its chain (exec_from = the child's log, same ticks).
+# Their argv (formatted once in the parent before its first fork and kept for the children)
+# must be the parent's, redacted the same way.
 . "$WJ_LIB/common.sh"
 
-wj logs "$FIXTURES/fork_ticks" 300 > out.txt 2> err.txt
+wj logs "$FIXTURES/fork_ticks" 300 --client-secret hunter2 "https://u:pw@example.test/?q=1" > out.txt 2> err.txt
 rc=$?
 [ $rc = 0 ] || fail "fork_ticks exited $rc: $(cat err.txt)"
 pylogs logs out.txt <<'PY'
@@ -19,12 +21,18 @@ expect(all(t > 0 for t, _ in kids.values()), "the fixture read every child's sta
 logs = load_dir(d)
 expect_eq(len(logs), 1 + 300 + 150, "log files: the parent, each child, each exec'd image")
 by_path = {l.path: l for l in logs}
+parent = one([l for l in logs if l.start["parent_log"] is None], "the parent's log")
+argv = parent.start["argv"]
+expect_eq(argv[1:3], ["300", "--client-secret"], "the parent's argv")
+expect("hunter2" not in str(argv) and "pw@" not in str(argv) and "q=1" not in str(argv), f"the parent's argv redacted: {argv}")
 children = [l for l in logs if l.pid in kids and l.start["exec_from"] is None and l.start["parent_log"] and l.start["exe"] != "/usr/bin/true"]
 expect_eq(len(children), 300, "logs of the forked children (before any exec)")
 for c in children:
     ticks, execed = kids[c.pid]
     expect_eq(c.start["proc_start_ticks"], ticks, f"{c.path}: proc_start_ticks")
     expect_eq(c.end["reason"], "exec" if execed else "_exit", f"{c.path}: process_end.reason")
+    expect_eq(c.start["argv"], argv, f"{c.path}: argv")
+    expect_eq(c.start["argv_mode"], "redact", f"{c.path}: argv_mode")
 images = [l for l in logs if l.start["exec_from"] is not None]
 expect_eq(len(images), 150, "exec'd images that continued their chain")
 for im in images:
