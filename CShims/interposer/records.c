@@ -97,21 +97,22 @@ static void cpu_model_uncached(char *out, size_t cap);
 // Read once per process chain: forked children inherit it (the parent reads it before its
 // first fork, wj_records_warm_for_children) and exec'd images get it from the exec hint.
 // Other images read it from the per-user tmpfs directory of the hints (file "cpu", written
-// by the first image that asked the CPU; read with the look for a hint, cpu_cache_take).
+// by the first image that asked the CPU).
 static char cpu_model_cached[128];
 static int cpu_model_known;
 static int cpu_model_asked;   // asked the CPU in this image: the cache is left with process_start
+static int cpu_cache_take(void);
 static void cpu_cache_leave(void);
 
-static void cpu_model(char *out, size_t cap) {
-    if (!cpu_model_known) {
+// may_open: not on an app thread, where the cache's fd would take one of the app's numbers.
+static void cpu_model(char *out, size_t cap, int may_open) {
+    if (!cpu_model_known && !(may_open && cpu_cache_take())) {
         cpu_model_uncached(cpu_model_cached, sizeof cpu_model_cached);
         cpu_model_known = 1;
         cpu_model_asked = 1;
     }
     wj_copy_str(out, cap, cpu_model_cached);
 }
-
 
 static void cpu_model_uncached(char *out, size_t cap) {
     out[0] = 0;
@@ -254,11 +255,17 @@ static void hint_path(char *out, size_t cap, const char *dir, int shm) {
     wj_fmt_i64(out + n + name_len, wj_proc.pid);
 }
 
-// The CPU model's cache in the tmpfs directory (cpu_model): one line of printable ASCII.
-static int cpu_cache_take(const char *dir) {
+// The CPU model's cache in the tmpfs directory (cpu_model): one line of printable ASCII, in a
+// directory of this user's that nobody else can write.
+static int cpu_cache_take(void) {
     char path[64], buf[sizeof cpu_model_cached];
-    size_t n = wj_copy_str(path, sizeof path - 8, dir);
-    memcpy(path + n, "/cpu", 5);
+    unsigned euid = (unsigned)syscall(SYS_geteuid);
+    shm_dir(path, euid);
+    struct stat st;
+    if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != euid || (st.st_mode & 077))
+        return 0;
+    memcpy(path + strlen(path), "/cpu", 5);
     long len = wj_read_file(path, buf, sizeof buf);
     if (len <= 0 || len >= (long)sizeof buf - 1) return 0;
     for (long i = 0; i < len; i++)
@@ -382,11 +389,11 @@ static long hint_read(char *buf, size_t cap, int take) {
             if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
                 st.st_uid != euid || (st.st_mode & 077))
                 continue;
-            // A directory on tmpfs is 40 bytes and 20 more per entry: empty, or holding only the
-            // CPU model's cache, it has no hint, and none can appear for this image (its previous
-            // image wrote it before the exec). The common case, and an open that would fail less.
-            int cpu_taken = !cpu_model_known && st.st_size >= 60 && cpu_cache_take(dir);
-            if (st.st_size == 40 || (st.st_size == 60 && cpu_taken)) {
+            // An empty directory on tmpfs is 40 bytes (two entries of its nominal 20): no hint
+            // in it, and none can appear for this image (its previous image wrote it before the
+            // exec). An open that would fail less (once the CPU model's cache is there, 20 more
+            // bytes: the open is made).
+            if (st.st_size == 40) {
                 hint_none = 1;
                 break;
             }
@@ -581,7 +588,7 @@ static void keep_argv_members(void) {
 
 void wj_records_warm_for_children(void) {
     char unused[8];
-    cpu_model(unused, sizeof unused);
+    cpu_model(unused, sizeof unused, 0);
     if (argv_kept && !argv_members_state) keep_argv_members();
 }
 
@@ -617,7 +624,7 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
         wj_json_str(&j, "arch", u.machine);
     }
     char model[128];
-    cpu_model(model, sizeof model);
+    cpu_model(model, sizeof model, 1);
     // Here, not where the CPU was asked (a fork's prepare runs on an app thread): process_start
     // is formatted where wedjat's fds cannot take one of the app's numbers.
     if (cpu_model_asked) {
