@@ -208,6 +208,7 @@ void wj_records_fork_prepare(void) {
 }
 
 void wj_records_forked(void) {
+    cpu_model_asked = 0;   // the parent leaves the cache (each child would write it again)
     uint64_t per_tick = 1000000000ull / (uint64_t)clock_hz();
     uint64_t before = boot_before_fork_ns / per_tick, after = boottime_ns() / per_tick;
     if (boot_before_fork_ns && before == after) {
