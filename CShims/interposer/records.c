@@ -180,12 +180,11 @@ static int read_start_ticks(unsigned long long *ticks) {
 static unsigned long long cached_ticks;
 static pid_t cached_ticks_pid;
 
-// Clock ticks per second of /proc's times (AT_CLKTCK, what sysconf(_SC_CLK_TCK) answers).
-static long clock_hz(void) {
-    static long hz;
+uint64_t wj_clock_ticks_per_second(void) {
+    static uint64_t hz;
     if (!hz) {
-        long v = (long)getauxval(AT_CLKTCK);
-        hz = v > 0 ? v : 100;
+        long v = (long)getauxval(AT_CLKTCK);   // what sysconf(_SC_CLK_TCK) answers
+        hz = v > 0 ? (uint64_t)v : 100;
     }
     return hz;
 }
@@ -203,13 +202,13 @@ static uint64_t boottime_ns(void) {
 }
 
 void wj_records_fork_prepare(void) {
-    (void)clock_hz();
+    (void)wj_clock_ticks_per_second();
     boot_before_fork_ns = boottime_ns();
 }
 
 void wj_records_forked(void) {
     cpu_model_asked = 0;   // the parent leaves the cache (each child would write it again)
-    uint64_t per_tick = 1000000000ull / (uint64_t)clock_hz();
+    uint64_t per_tick = 1000000000ull / wj_clock_ticks_per_second();
     uint64_t before = boot_before_fork_ns / per_tick, after = boottime_ns() / per_tick;
     if (boot_before_fork_ns && before == after) {
         cached_ticks = before;
@@ -238,6 +237,19 @@ static void shm_dir(char *out, unsigned euid) {   // at least 32 bytes
     wj_fmt_u64(out + 16, euid);
 }
 
+// The tmpfs directory, when it is this user's and nobody else can write it (never created
+// here: hint_dir does that). Its size in *size (tmpfs: 40 bytes and 20 per entry).
+static int shm_dir_ours(char *out, long *size) {   // at least 32 bytes
+    unsigned euid = (unsigned)syscall(SYS_geteuid);
+    shm_dir(out, euid);
+    struct stat st;
+    if (syscall(SYS_newfstatat, AT_FDCWD, out, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != euid || (st.st_mode & 077))
+        return 0;
+    if (size) *size = (long)st.st_size;
+    return 1;
+}
+
 static int hint_dir(char *out, size_t cap, int shm) {
     if (shm) {
         shm_dir(out, (unsigned)syscall(SYS_geteuid));
@@ -260,12 +272,7 @@ static void hint_path(char *out, size_t cap, const char *dir, int shm) {
 // directory of this user's that nobody else can write.
 static int cpu_cache_take(void) {
     char path[64], buf[sizeof cpu_model_cached];
-    unsigned euid = (unsigned)syscall(SYS_geteuid);
-    shm_dir(path, euid);
-    struct stat st;
-    if (syscall(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-        st.st_uid != euid || (st.st_mode & 077))
-        return 0;
+    if (!shm_dir_ours(path, 0)) return 0;
     memcpy(path + strlen(path), "/cpu", 5);
     long len = wj_read_file(path, buf, sizeof buf);
     if (len <= 0 || len >= (long)sizeof buf - 1) return 0;
@@ -384,17 +391,13 @@ static long hint_read(char *buf, size_t cap, int take) {
     for (int shm = 1; shm >= 0 && len <= 0; shm--) {
         if (shm) {
             // Only look into a directory that is ours (hint_dir would create it).
-            unsigned euid = (unsigned)syscall(SYS_geteuid);
-            shm_dir(dir, euid);
-            struct stat st;
-            if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
-                st.st_uid != euid || (st.st_mode & 077))
-                continue;
+            long size;
+            if (!shm_dir_ours(dir, &size)) continue;
             // An empty directory on tmpfs is 40 bytes (two entries of its nominal 20): no hint
             // in it, and none can appear for this image (its previous image wrote it before the
             // exec). An open that would fail less (once the CPU model's cache is there, 20 more
             // bytes: the open is made).
-            if (st.st_size == 40) {
+            if (size == 40) {
                 hint_none = 1;
                 break;
             }
@@ -643,9 +646,9 @@ size_t wj_format_process_start(char *buf, size_t cap, const wj_exec_hint *hint) 
         struct timespec rt, bt;
         clock_gettime(CLOCK_REALTIME, &rt);
         clock_gettime(CLOCK_BOOTTIME, &bt);
-        long hz = clock_hz();
+        uint64_t hz = wj_clock_ticks_per_second();
         int64_t boot_us = ((int64_t)rt.tv_sec - bt.tv_sec) * 1000000 + ((int64_t)rt.tv_nsec - bt.tv_nsec) / 1000;
-        wj_json_int(&j, "process_start_ts", boot_us + (int64_t)(ticks * 1000000ull / (unsigned long long)hz));
+        wj_json_int(&j, "process_start_ts", boot_us + (int64_t)(ticks * 1000000ull / hz));
         wj_json_uint(&j, "proc_start_ticks", ticks);
     }
     if (wj_proc.main_mono_ns) wj_json_int(&j, "main_ts", wj_epoch_us(wj_proc.main_mono_ns));

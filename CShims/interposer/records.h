@@ -59,5 +59,6 @@ typedef struct wj_end_counts {
 WJ_HIDDEN size_t wj_format_process_end(char *buf, size_t cap, uint64_t now, int tid, const wj_end_counts *c);
 
 WJ_HIDDEN uint64_t wj_proc_start_ticks(void);  // /proc/self/stat field 22, read once
+WJ_HIDDEN uint64_t wj_clock_ticks_per_second(void);   // the unit of /proc's times (AT_CLKTCK)
 WJ_HIDDEN const char *wj_stat_field(const char *stat, int n);
 #endif

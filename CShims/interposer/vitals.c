@@ -25,7 +25,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/auxv.h>
 #include "sys_raw.h"
 
 #define MAX_THREADS 1024   // threads read per sample to find the busiest (their count is exact)
@@ -179,12 +178,6 @@ static uint64_t field_kb(const char *text, const char *key) {
     return 0;
 }
 
-static uint64_t ticks_per_second(void) {
-    static long hz;
-    if (!hz) hz = (long)getauxval(AT_CLKTCK);   // what sysconf(_SC_CLK_TCK) answers
-    return hz > 0 ? (uint64_t)hz : 100;
-}
-
 // ---------------------------------------------------------------- state
 
 static uint64_t next_due;            // CLOCK_MONOTONIC ns of the next periodic sample; 0 = none
@@ -303,7 +296,7 @@ static uint64_t process_start_mono(void) {
     clock_gettime(CLOCK_BOOTTIME, &bt);
     clock_gettime(CLOCK_MONOTONIC, &mt);
     int64_t offset = ((int64_t)bt.tv_sec - mt.tv_sec) * 1000000000 + ((int64_t)bt.tv_nsec - mt.tv_nsec);
-    uint64_t hz = ticks_per_second();
+    uint64_t hz = wj_clock_ticks_per_second();
     int64_t start_boot = (int64_t)(ticks / hz * 1000000000u + ticks % hz * (1000000000u / hz));
     int64_t start = start_boot - offset;
     return start > 0 ? (uint64_t)start : 0;
@@ -441,7 +434,7 @@ static int thread_cpu_ns(int tid, uint64_t *ns) {
     char *end;
     uint64_t ticks = strtoull(f, &end, 10);
     ticks += strtoull(end, 0, 10);
-    uint64_t hz = ticks_per_second();
+    uint64_t hz = wj_clock_ticks_per_second();
     *ns = ticks / hz * 1000000000u + ticks % hz * (1000000000u / hz);
     if (!thread_cpu_source) thread_cpu_source = 2;
     return 1;
@@ -800,7 +793,7 @@ static size_t format_startup(char *buf, size_t cap) {
     if (exec) {
         wj_json_int(&j, "exec_ts", wj_epoch_us(exec));
         wj_json_str(&j, "exec_source", precise ? "exec" : "process_start");
-        wj_json_uint(&j, "exec_resolution_us", precise ? 1 : 1000000u / ticks_per_second());
+        wj_json_uint(&j, "exec_resolution_us", precise ? 1 : 1000000u / wj_clock_ticks_per_second());
         wj_json_uint(&j, "constructor_us", (wj_proc.init_mono_ns - exec) / 1000);
     } else {
         wj_json_null(&j, "exec_ts");
