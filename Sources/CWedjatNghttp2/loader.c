@@ -29,6 +29,7 @@ static const wj_nghttp2_api *open_api(const char *soname) {
     SYM(inflate_get_dynamic_table_size, "nghttp2_hd_inflate_get_dynamic_table_size");
     SYM(inflate_get_num_table_entries, "nghttp2_hd_inflate_get_num_table_entries");
     SYM(inflate_get_table_entry, "nghttp2_hd_inflate_get_table_entry");
+    SYM(inflate_get_max_dynamic_table_size, "nghttp2_hd_inflate_get_max_dynamic_table_size");
     SYM(deflate_new, "nghttp2_hd_deflate_new");
     SYM(deflate_del, "nghttp2_hd_deflate_del");
     SYM(deflate_hd, "nghttp2_hd_deflate_hd");

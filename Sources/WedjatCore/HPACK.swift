@@ -35,6 +35,16 @@ public final class HPACKDecoder {
     /// 4096 until it says otherwise).
     public private(set) var maxTableSize: UInt32 = 4096
     private var pendingMax: UInt32?
+    /// Table insertions not yet given to libnghttp2 (see decodeBlock): their representations,
+    /// in order, from `deferredStart`, and where each ends with the least size it can have.
+    private var deferred: [UInt8] = []
+    private var deferredStart = 0
+    private var deferredEntries: [(end: Int, least: Int)] = []
+    private var deferredFirst = 0
+    private var deferredLeast = 0           // the kept entries' least sizes, summed
+    /// The table's current limit as libnghttp2 holds it; nil: insertions are never deferred.
+    private var tableLimit: Int?
+    private var scratch: [UInt8] = []       // a wanted insertion, rewritten not to insert
 
     public init?(_ lib: NGHTTP2Library) {
         api = lib.api
@@ -43,6 +53,7 @@ public final class HPACKDecoder {
         guard wj_nghttp2_inflater_new(api, &p, &pool) == 0, let p else { return nil }
         inflater = p
         self.pool = pool
+        readTableLimit()
     }
 
     deinit { release() }
@@ -67,7 +78,14 @@ public final class HPACKDecoder {
     }
 
     private func apply(_ size: UInt32) {
+        guard catchUp() else { return }
         if api.pointee.inflate_change_table_size(inflater, Int(size)) == 0 { maxTableSize = size }
+        readTableLimit()
+    }
+
+    private func readTableLimit() {
+        guard let inflater, let f = api.pointee.inflate_get_max_dynamic_table_size else { tableLimit = nil; return }
+        tableLimit = f(inflater)
     }
 
     /// Decodes the next `count` bytes of a header block (a fragment may end anywhere: the
@@ -76,6 +94,15 @@ public final class HPACKDecoder {
     /// the context is then unusable (the dynamic table can no longer be trusted).
     public func decode(_ p: UnsafePointer<UInt8>?, _ count: Int, final: Bool,
                        _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        if !inBlock { guard catchUp() else { return false } }
+        let ok = inflate(p, count, final: final, field)
+        if ok && !inBlock { readTableLimit() }
+        return ok
+    }
+
+    /// libnghttp2's decoding of the next bytes, as they are.
+    private func inflate(_ p: UnsafePointer<UInt8>?, _ count: Int, final: Bool,
+                         _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         guard let inflater else { return false }
         inBlock = true
         var nv = wj_nghttp2_nv()
@@ -123,13 +150,13 @@ public final class HPACKDecoder {
 
     /// Current dynamic table size in RFC 7541 bytes (entries + 32 each); nil if unknown.
     public var dynamicTableSize: Int? {
-        guard let inflater, let f = api.pointee.inflate_get_dynamic_table_size else { return nil }
+        guard catchUp(), let inflater, let f = api.pointee.inflate_get_dynamic_table_size else { return nil }
         return f(inflater)
     }
 
     /// The dynamic table, newest first (tests).
     public var dynamicTable: [(String, String)]? {
-        guard let inflater, let count = api.pointee.inflate_get_num_table_entries,
+        guard catchUp(), let inflater, let count = api.pointee.inflate_get_num_table_entries,
               let entry = api.pointee.inflate_get_table_entry else { return nil }
         let n = count(inflater)
         guard n > 61 else { return [] }
@@ -215,30 +242,60 @@ enum HPACKStatic {
         ("www-authenticate", ""),
     ]
 
-    /// Static names whose values the decoder may log or use (1-based indices): :authority,
-    /// :method, :path, :status, content-length, content-type, host, user-agent.
-    static func wanted(_ index: Int) -> Bool {
-        switch index {
-        case 1...5, 8...14, 28, 31, 38, 58: return true
-        default: return false
-        }
+    /// The names whose values the HTTP/2 decoder reads (HTTP2Decoder's `field`): every other
+    /// field of a whole block may be passed over undecoded.
+    static let wantedNames: [String] = [":authority", ":method", ":path", ":status", "host", "user-agent",
+                                        "content-type", "content-length", "grpc-status", "grpc-message"]
+    private static let wantedIndex: [Bool] = table.map { entry in
+        wantedNames.contains(String(decoding: UnsafeBufferPointer(start: entry.0.utf8Start, count: entry.0.utf8CodeUnitCount), as: UTF8.self))
     }
+
+    /// Whether the static name at 1-based `index` is wanted.
+    static func wanted(_ index: Int) -> Bool { index >= 1 && index <= 61 && wantedIndex[index - 1] }
+
+    static func nameLength(_ index: Int) -> Int { table[index - 1].0.utf8CodeUnitCount }
+
+    /// The wanted names as HPACK's Huffman code writes them (RFC 7541 Appendix B, padded with
+    /// ones), taken from libnghttp2's own encoder; nil when it has none (then a Huffman-coded
+    /// literal name is decoded to be read).
+    static let huffmanWanted: [[UInt8]]? = {
+        guard let lib = NGHTTP2Library.shared, let enc = HPACKEncoder(lib) else { return nil }
+        var out: [[UInt8]] = []
+        for name in wantedNames {
+            // A field named "x" whose value is the name, never indexed: 0x10, "x" raw, then the value.
+            let block = enc.encode([("x", name)], neverIndex: true)
+            guard block.count >= 4, block[0] == 0x10, block[1] == 0x01, block[2] == UInt8(ascii: "x"),
+                  block[3] & 0x80 != 0, Int(block[3] & 0x7f) == block.count - 4 else { return nil }
+            out.append(Array(block[4...]))
+        }
+        return out
+    }()
 }
 
 extension HPACKDecoder {
-    /// A whole header block in one buffer, with the fields nobody reads skipped: the
-    /// representations that leave the dynamic table alone are handled here (a static-table
-    /// index is looked up; a literal not indexed whose static name is not `wanted` is passed
-    /// over without decoding its value, Huffman or not), and every other run of the block goes
-    /// to libnghttp2 as it is (so its dynamic table is the encoder's). `field` sees the fields
-    /// in order, less the skipped ones. False on a decoding error, as decode.
+    /// A whole header block in one buffer, with the fields nobody reads passed over undecoded:
+    /// - a static-table index is looked up here, a dynamic one read from libnghttp2's table;
+    /// - a literal that does not index, whose name (static, or literal and compared as it is
+    ///   coded) is not wanted, is passed over;
+    /// - a literal that indexes (a table insertion) with a static or literal name is deferred:
+    ///   its bytes are kept and given to libnghttp2 only when the table is next needed (an
+    ///   index into it, a literal naming one of its entries, a size update, a block decoded in
+    ///   fragments). Its value, if wanted, is decoded now from the same bytes rewritten as a
+    ///   literal that does not index. Deferred insertions that are certainly evicted before
+    ///   the table is needed (the ones after them fill the table limit with their least sizes)
+    ///   are dropped undecoded: an encoder that inserts and never refers (nginx inserts every
+    ///   response field) costs a length check per field;
+    /// - every other run of the block goes to libnghttp2 as it is.
+    /// `field` sees the fields in order, less the passed-over ones. The dynamic table, once
+    /// caught up, is the encoder's. False on a decoding error, as decode.
     public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int,
                             _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        guard catchUpIfBig() else { return false }
         var i = 0
         var run = 0            // start of the bytes not yet handed to libnghttp2
         @inline(__always) func flush(_ end: Int) -> Bool {
             guard end > run else { return true }
-            let ok = decode(p + run, end - run, final: true, field)
+            let ok = inflate(p + run, end - run, final: true, field)
             run = end
             return ok
         }
@@ -259,11 +316,21 @@ extension HPACKDecoder {
             }
             return nil
         }
+        /// A string literal at i: where its bytes start, how many, Huffman-coded or not.
+        @inline(__always) func string() -> (at: Int, count: Int, huffman: Bool)? {
+            guard i < n else { return nil }
+            let huffman = p[i] & 0x80 != 0
+            guard let len = integer(7), len <= n - i else { return nil }
+            defer { i += len }
+            return (i, len, huffman)
+        }
+        /// Up to here, libnghttp2 now: for a representation that reads or changes the table.
+        @inline(__always) func tableNeeded(_ start: Int) -> Bool { flush(start) && catchUp() }
         while i < n {
             let start = i
             let b = p[i]
             if b & 0x80 != 0 {
-                // Indexed field: static ones here, the dynamic table's in libnghttp2.
+                // Indexed field: static ones here, the dynamic table's read from libnghttp2.
                 guard let index = integer(7) else { return false }
                 if index >= 1 && index <= 61 {
                     guard flush(start) else { return false }
@@ -272,46 +339,148 @@ extension HPACKDecoder {
                     field(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
                           UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
                 } else if index > 61, let entry = api.pointee.inflate_get_table_entry {
-                    // The dynamic table as libnghttp2 holds it, read without a decoding pass
-                    // (an index changes nothing). The run before it first, which may add to it.
-                    guard flush(start), let inflater = handle else { return false }
+                    // (an index changes nothing: no decoding pass)
+                    guard tableNeeded(start), let inflater = handle else { return false }
                     run = i
                     guard let e = entry(inflater, index) else { return fail() }
                     field(UnsafeBufferPointer(start: e.pointee.name, count: e.pointee.namelen),
                           UnsafeBufferPointer(start: e.pointee.value, count: e.pointee.valuelen))
+                } else {
+                    guard tableNeeded(start), flush(i) else { return false }
                 }
                 continue
             }
-            if b & 0xe0 == 0x00 {
-                // Literal without indexing (0000) or never indexed (0001): the table is untouched.
-                guard let nameIndex = integer(4) else { return false }
-                if nameIndex == 0 {
-                    // A literal name: skip it and its value only by their lengths, into the run.
-                    for _ in 0..<2 {
-                        guard i < n, let len = integer(7), len <= n - i else { return false }
-                        i += len
-                    }
-                    continue
+            if b & 0xe0 == 0x20 {
+                // A table size update: libnghttp2 at once, the table caught up first.
+                guard integer(5) != nil, tableNeeded(start), flush(i) else { return false }
+                readTableLimit()
+                continue
+            }
+            let inserts = b & 0x40 != 0
+            guard let nameIndex = integer(inserts ? 6 : 4) else { return false }
+            let strings = i   // the name's string (if literal) and the value's, to the end
+            var name: (at: Int, count: Int, huffman: Bool)?
+            if nameIndex == 0 {
+                guard let s = string() else { return false }
+                name = s
+            }
+            guard let value = string() else { return false }
+            if nameIndex > 61 {
+                // Named by a dynamic entry: reads the table as it is here.
+                guard tableNeeded(start), flush(i) else { return false }
+                continue
+            }
+            let wanted = name.map { wantedLiteralName(p + $0.at, $0.count, huffman: $0.huffman) } ?? HPACKStatic.wanted(nameIndex)
+            // A wanted field without Huffman coding is read as it is.
+            let plain = wanted && !value.huffman && !(name?.huffman ?? false)
+            @inline(__always) func givePlain() {
+                let v = UnsafeBufferPointer(start: p + value.at, count: value.count)
+                if let name {
+                    field(UnsafeBufferPointer(start: p + name.at, count: name.count), v)
+                } else {
+                    let s = HPACKStatic.table[nameIndex - 1].0
+                    field(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount), v)
                 }
-                guard i < n, let len = integer(7), len <= n - i else { return false }
-                i += len
-                if nameIndex <= 61 && !HPACKStatic.wanted(nameIndex) {
+            }
+            if !inserts {
+                // Not indexed (0000) or never indexed (0001): the table is untouched.
+                if !wanted || plain {
                     guard flush(start) else { return false }
-                    run = i   // passed over
+                    run = i   // passed over, or read here
+                    if plain { givePlain() }
                 }
                 continue
             }
-            // Literal with incremental indexing (01) or a table size update (001): libnghttp2.
-            guard let nameIndex = integer(b & 0x40 != 0 ? 6 : 5) else { return false }
-            if b & 0x40 != 0 {
-                if nameIndex == 0 {
-                    guard i < n, let len = integer(7), len <= n - i else { return false }
-                    i += len
+            guard let limit = tableLimit else { continue }   // no deferring: libnghttp2 in the run
+            guard flush(start) else { return false }
+            run = i
+            if plain {
+                givePlain()
+            } else if wanted {
+                // Its field now, from the same bytes as a literal that does not index.
+                scratch.removeAll(keepingCapacity: true)
+                if nameIndex < 15 {
+                    scratch.append(UInt8(nameIndex))
+                } else {
+                    scratch.append(0x0f)
+                    var v = nameIndex - 15
+                    while v >= 128 { scratch.append(UInt8(v & 0x7f | 0x80)); v >>= 7 }
+                    scratch.append(UInt8(v))
                 }
-                guard i < n, let len = integer(7), len <= n - i else { return false }
-                i += len
+                scratch.append(contentsOf: UnsafeBufferPointer(start: p + strings, count: i - strings))
+                let ok = scratch.withUnsafeBufferPointer { inflate($0.baseAddress, $0.count, final: true, field) }
+                guard ok else { return false }
             }
+            let least = 32 + (name.map { Self.leastLength($0.count, huffman: $0.huffman) } ?? HPACKStatic.nameLength(nameIndex)) +
+                Self.leastLength(value.count, huffman: value.huffman)
+            defer_(p + start, i - start, least: least, limit: limit)
         }
         return flush(n)
+    }
+
+    /// The fewest bytes `count` coded bytes decode to (a Huffman code is at most 30 bits a
+    /// symbol, and up to 7 bits of padding end the string).
+    static func leastLength(_ count: Int, huffman: Bool) -> Int {
+        huffman ? max(0, (count * 8 - 7 + 29) / 30) : count
+    }
+
+    private func wantedLiteralName(_ q: UnsafePointer<UInt8>, _ count: Int, huffman: Bool) -> Bool {
+        if !huffman {
+            for w in HPACKStatic.wantedNames where w.utf8.count == count {
+                if w.utf8.elementsEqual(UnsafeBufferPointer(start: q, count: count)) { return true }
+            }
+            return false
+        }
+        guard let forms = HPACKStatic.huffmanWanted else { return true }
+        for f in forms where f.count == count {
+            if f.elementsEqual(UnsafeBufferPointer(start: q, count: count)) { return true }
+        }
+        return false
+    }
+
+    /// Keeps a table insertion for later, dropping the ones it certainly evicts.
+    private func defer_(_ q: UnsafePointer<UInt8>, _ count: Int, least: Int, limit: Int) {
+        deferred.append(contentsOf: UnsafeBufferPointer(start: q, count: count))
+        deferredEntries.append((deferred.count, least))
+        deferredLeast += least
+        // The oldest is evicted for sure once the newer ones' least sizes fill the limit.
+        while deferredEntries.count - deferredFirst > 1 && deferredLeast - deferredEntries[deferredFirst].least >= limit {
+            deferredLeast -= deferredEntries[deferredFirst].least
+            deferredStart = deferredEntries[deferredFirst].end
+            deferredFirst += 1
+        }
+        if deferredFirst > 64 && deferredStart > deferred.count / 2 {
+            // compact: the kept tail to the front
+            let shift = deferredStart
+            deferred.removeSubrange(0..<shift)
+            deferredEntries.removeSubrange(0..<deferredFirst)
+            for k in deferredEntries.indices { deferredEntries[k].end -= shift }
+            deferredStart = 0
+            deferredFirst = 0
+        }
+    }
+
+    /// The deferred insertions given to libnghttp2 (their fields unread): the table as the
+    /// encoder has it. False on a decoding error.
+    func catchUp() -> Bool {
+        guard deferredFirst < deferredEntries.count else { return true }
+        let ok = deferred.withUnsafeBufferPointer {
+            inflate($0.baseAddress! + deferredStart, $0.count - deferredStart, final: true) { _, _ in }
+        }
+        deferred.removeAll(keepingCapacity: true)
+        deferredEntries.removeAll(keepingCapacity: true)
+        deferredStart = 0
+        deferredFirst = 0
+        deferredLeast = 0
+        return ok
+    }
+
+    /// Bytes of deferred insertions kept (tests).
+    var deferredBytes: Int { deferred.count - deferredStart }
+
+    /// Bounded memory (a decoder per direction of every connection): more than 8 KiB kept
+    /// is given to libnghttp2. A 4,096-byte table rarely needs 2 KiB (nginx's responses: 1.3).
+    private func catchUpIfBig() -> Bool {
+        deferred.count - deferredStart > 8192 ? catchUp() : true
     }
 }

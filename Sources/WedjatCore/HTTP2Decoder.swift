@@ -661,7 +661,8 @@ struct H2Dir {
         }
     }
 
-    /// One decoded header field of the current block, for stream index i.
+    /// One decoded header field of the current block, for stream index i. The names read here
+    /// are HPACKStatic.wantedNames: the fast path passes every other one over undecoded.
     private mutating func field(_ kind: H2BlockKind, _ i: Int, _ name: UnsafeBufferPointer<UInt8>,
                                 _ value: UnsafeBufferPointer<UInt8>, _ s: inout H2Shared) {
         let n = name.count

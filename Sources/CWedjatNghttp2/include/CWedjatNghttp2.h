@@ -68,6 +68,9 @@ typedef struct wj_nghttp2_api {
     wj_nghttp2_hd_deflate_change_table_size_fn deflate_change_table_size;
     const char *version;  // nghttp2_version(0)->version_str, or "?"
     wj_nghttp2_hd_inflate_new2_fn inflate_new2;   // may be NULL (then no pool)
+    // The table's current limit (the encoder's last size update): lets table insertions that
+    // are certainly evicted before anyone can refer to them go undecoded. May be NULL.
+    wj_nghttp2_hd_inflate_size_fn inflate_get_max_dynamic_table_size;
 } wj_nghttp2_api;
 
 // An inflater whose allocations come from a pool of its own: nghttp2 allocates and frees a
