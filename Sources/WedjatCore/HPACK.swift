@@ -35,16 +35,13 @@ public final class HPACKDecoder {
     /// 4096 until it says otherwise).
     public private(set) var maxTableSize: UInt32 = 4096
     private var pendingMax: UInt32?
-    /// Table insertions not yet given to libnghttp2 (see decodeBlock): their representations,
-    /// in order, from `deferredStart`, and where each ends with the least size it can have.
-    private var deferred: [UInt8] = []
-    private var deferredStart = 0
-    private var deferredEntries: [(end: Int, least: Int)] = []
-    private var deferredFirst = 0
-    private var deferredLeast = 0           // the kept entries' least sizes, summed
+    /// Table insertions not yet given to libnghttp2 (see decodeBlock).
+    private var deferred = DeferredInsertions()
     /// The table's current limit as libnghttp2 holds it; nil: insertions are never deferred.
     private var tableLimit: Int?
     private var scratch: [UInt8] = []       // a wanted insertion, rewritten not to insert
+    /// The last wanted fields decoded from Huffman-coded literals, by their coded bytes.
+    private var recent = RecentFields()
 
     public init?(_ lib: NGHTTP2Library) {
         api = lib.api
@@ -60,6 +57,8 @@ public final class HPACKDecoder {
 
     /// The inflater and its pool let go (the context is unusable from now on).
     private func release() {
+        deferred.free()
+        recent.free()
         if let inflater { api.pointee.inflate_del(inflater) }
         inflater = nil
         wj_nghttp2_pool_free(pool)
@@ -290,7 +289,6 @@ extension HPACKDecoder {
     /// caught up, is the encoder's. False on a decoding error, as decode.
     public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int,
                             _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
-        guard catchUpIfBig() else { return false }
         var i = 0
         var run = 0            // start of the bytes not yet handed to libnghttp2
         @inline(__always) func flush(_ end: Int) -> Bool {
@@ -384,10 +382,12 @@ extension HPACKDecoder {
             }
             if !inserts {
                 // Not indexed (0000) or never indexed (0001): the table is untouched.
-                if !wanted || plain {
-                    guard flush(start) else { return false }
-                    run = i   // passed over, or read here
-                    if plain { givePlain() }
+                guard flush(start) else { return false }
+                run = i   // passed over, or read here
+                if plain {
+                    givePlain()
+                } else if wanted {
+                    guard decodeOne(UnsafeBufferPointer(start: p + start, count: i - start), field) else { return false }
                 }
                 continue
             }
@@ -408,12 +408,12 @@ extension HPACKDecoder {
                     scratch.append(UInt8(v))
                 }
                 scratch.append(contentsOf: UnsafeBufferPointer(start: p + strings, count: i - strings))
-                let ok = scratch.withUnsafeBufferPointer { inflate($0.baseAddress, $0.count, final: true, field) }
+                let ok = scratch.withUnsafeBufferPointer { decodeOne($0, field) }
                 guard ok else { return false }
             }
             let least = 32 + (name.map { Self.leastLength($0.count, huffman: $0.huffman) } ?? HPACKStatic.nameLength(nameIndex)) +
                 Self.leastLength(value.count, huffman: value.huffman)
-            defer_(p + start, i - start, least: least, limit: limit)
+            guard defer_(UnsafeBufferPointer(start: p + start, count: i - start), least: least, limit: limit) else { return false }
         }
         return flush(n)
     }
@@ -438,49 +438,164 @@ extension HPACKDecoder {
         return false
     }
 
-    /// Keeps a table insertion for later, dropping the ones it certainly evicts.
-    private func defer_(_ q: UnsafePointer<UInt8>, _ count: Int, least: Int, limit: Int) {
-        deferred.append(contentsOf: UnsafeBufferPointer(start: q, count: count))
-        deferredEntries.append((deferred.count, least))
-        deferredLeast += least
-        // The oldest is evicted for sure once the newer ones' least sizes fill the limit.
-        while deferredEntries.count - deferredFirst > 1 && deferredLeast - deferredEntries[deferredFirst].least >= limit {
-            deferredLeast -= deferredEntries[deferredFirst].least
-            deferredStart = deferredEntries[deferredFirst].end
-            deferredFirst += 1
+    /// One literal that does not index, with a static or literal name (its field is a
+    /// function of its bytes alone): from the recent ones when it was decoded lately, else by
+    /// libnghttp2 (and kept). nginx's `content-type` is the same bytes in every response.
+    private func decodeOne(_ rep: UnsafeBufferPointer<UInt8>,
+                           _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        if recent.give(rep, field) { return true }
+        return inflate(rep.baseAddress, rep.count, final: true) { name, value in
+            recent.keep(rep, name, value)
+            field(name, value)
         }
-        if deferredFirst > 64 && deferredStart > deferred.count / 2 {
-            // compact: the kept tail to the front
-            let shift = deferredStart
-            deferred.removeSubrange(0..<shift)
-            deferredEntries.removeSubrange(0..<deferredFirst)
-            for k in deferredEntries.indices { deferredEntries[k].end -= shift }
-            deferredStart = 0
-            deferredFirst = 0
-        }
+    }
+
+    /// Keeps a table insertion for later (the ones it certainly evicts dropped). Where there
+    /// is no room, the ones kept are given to libnghttp2 first, and one too large for the
+    /// room goes there at once.
+    private func defer_(_ rep: UnsafeBufferPointer<UInt8>, least: Int, limit: Int) -> Bool {
+        if deferred.append(rep, least: least, limit: limit) { return true }
+        guard catchUp() else { return false }
+        if deferred.append(rep, least: least, limit: limit) { return true }
+        return inflate(rep.baseAddress, rep.count, final: true) { _, _ in }
     }
 
     /// The deferred insertions given to libnghttp2 (their fields unread): the table as the
     /// encoder has it. False on a decoding error.
     func catchUp() -> Bool {
-        guard deferredFirst < deferredEntries.count else { return true }
-        let ok = deferred.withUnsafeBufferPointer {
-            inflate($0.baseAddress! + deferredStart, $0.count - deferredStart, final: true) { _, _ in }
-        }
-        deferred.removeAll(keepingCapacity: true)
-        deferredEntries.removeAll(keepingCapacity: true)
-        deferredStart = 0
-        deferredFirst = 0
-        deferredLeast = 0
+        guard let pending = deferred.pending else { return true }
+        let ok = inflate(pending.baseAddress, pending.count, final: true) { _, _ in }
+        deferred.clear()
         return ok
     }
 
     /// Bytes of deferred insertions kept (tests).
-    var deferredBytes: Int { deferred.count - deferredStart }
+    var deferredBytes: Int { deferred.byteCount }
+}
 
-    /// Bounded memory (a decoder per direction of every connection): more than 8 KiB kept
-    /// is given to libnghttp2. A 4,096-byte table rarely needs 2 KiB (nginx's responses: 1.3).
-    private func catchUpIfBig() -> Bool {
-        deferred.count - deferredStart > 8192 ? catchUp() : true
+/// Table insertions kept for HPACKDecoder.decodeBlock: their representations in order, each
+/// with its length and the least size its entry can have; the oldest dropped once the newer
+/// ones' least sizes fill the table limit (evicted by then whatever their real sizes). Plain
+/// buffers that grow to what is needed, at most `maxBytes` (a decoder per direction of every
+/// connection): a 4,096-byte table rarely needs 2 KiB (nginx's responses: 1.3).
+struct DeferredInsertions {
+    static let maxBytes = 8192, maxEntries = 1024
+    private var bytes: UnsafeMutablePointer<UInt8>?
+    private var cap = 0, start = 0, end = 0
+    private var entries: UnsafeMutablePointer<(length: Int32, least: Int32)>?
+    private var entryCap = 0, first = 0, last = 0
+    private var leastSum = 0
+
+    var byteCount: Int { end - start }
+
+    /// The kept representations, oldest first; nil when there are none.
+    var pending: UnsafeBufferPointer<UInt8>? {
+        guard last > first, let bytes else { return nil }
+        return UnsafeBufferPointer(start: bytes + start, count: end - start)
+    }
+
+    /// False when it does not fit.
+    mutating func append(_ rep: UnsafeBufferPointer<UInt8>, least: Int, limit: Int) -> Bool {
+        let n = rep.count
+        guard let src = rep.baseAddress, n > 0 else { return true }
+        if end + n > cap {
+            if start > 0, let bytes {   // the kept ones to the front
+                UnsafeMutableRawPointer(bytes).copyMemory(from: bytes + start, byteCount: end - start)
+                end -= start
+                start = 0
+            }
+            if end + n > cap {
+                guard end + n <= Self.maxBytes else { return false }
+                let newCap = min(Self.maxBytes, max(512, cap * 2, end + n))
+                let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCap)
+                if let bytes { grown.update(from: bytes, count: end); bytes.deallocate() }
+                bytes = grown
+                cap = newCap
+            }
+        }
+        if last == entryCap {
+            if first > 0, let entries {
+                (entries).update(from: entries + first, count: last - first)
+                last -= first
+                first = 0
+            }
+            if last == entryCap {
+                guard entryCap < Self.maxEntries else { return false }
+                let newCap = min(Self.maxEntries, max(32, entryCap * 2))
+                let grown = UnsafeMutablePointer<(length: Int32, least: Int32)>.allocate(capacity: newCap)
+                if let entries { grown.update(from: entries, count: last); entries.deallocate() }
+                entries = grown
+                entryCap = newCap
+            }
+        }
+        (bytes! + end).update(from: src, count: n)
+        end += n
+        entries![last] = (Int32(n), Int32(clamping: least))
+        last += 1
+        leastSum += least
+        while last - first > 1 && leastSum - Int(entries![first].least) >= limit {
+            leastSum -= Int(entries![first].least)
+            start += Int(entries![first].length)
+            first += 1
+        }
+        return true
+    }
+
+    mutating func clear() {
+        start = 0; end = 0; first = 0; last = 0; leastSum = 0
+    }
+
+    mutating func free() {
+        bytes?.deallocate()
+        entries?.deallocate()
+        bytes = nil
+        entries = nil
+        cap = 0
+        entryCap = 0
+        clear()
+    }
+}
+
+/// The last few wanted fields decoded from literals that do not index, by the literal's
+/// bytes: a Huffman-coded value is decoded by libnghttp2 once, not again in every message
+/// that repeats it. Four slots of at most 256 bytes, replaced in turn.
+struct RecentFields {
+    private static let slots = 4, slotBytes = 256
+    private var store: UnsafeMutablePointer<UInt8>?
+    private var lengths: [(key: Int, name: Int, value: Int)] = Array(repeating: (0, 0, 0), count: 4)
+    private var next = 0
+
+    func give(_ rep: UnsafeBufferPointer<UInt8>,
+              _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        guard let store else { return false }
+        for k in 0..<Self.slots where lengths[k].key == rep.count && rep.count > 0 {
+            let slot = store + k * Self.slotBytes
+            if UnsafeBufferPointer(start: slot, count: rep.count).elementsEqual(rep) {
+                let l = lengths[k]
+                field(UnsafeBufferPointer(start: slot + l.key, count: l.name),
+                      UnsafeBufferPointer(start: slot + l.key + l.name, count: l.value))
+                return true
+            }
+        }
+        return false
+    }
+
+    mutating func keep(_ rep: UnsafeBufferPointer<UInt8>, _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        guard rep.count > 0, rep.count + name.count + value.count <= Self.slotBytes else { return }
+        if store == nil { store = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.slots * Self.slotBytes) }
+        let slot = store! + next * Self.slotBytes
+        var at = 0
+        for part in [rep, name, value] {
+            if let b = part.baseAddress, part.count > 0 { (slot + at).update(from: b, count: part.count) }
+            at += part.count
+        }
+        lengths[next] = (rep.count, name.count, value.count)
+        next = (next + 1) % Self.slots
+    }
+
+    mutating func free() {
+        store?.deallocate()
+        store = nil
+        for k in 0..<Self.slots { lengths[k] = (0, 0, 0) }
     }
 }

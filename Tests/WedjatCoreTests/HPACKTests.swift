@@ -241,6 +241,38 @@ final class HPACKTests: XCTestCase {
         }
     }
 
+    /// A table limit raised to 64 KiB: what is deferred outgrows its 8 KiB and is caught up,
+    /// and an insertion larger than that goes to libnghttp2 at once; the table stays the
+    /// encoder's and references into it read the right entries.
+    func testLargeTableCatchesUpWhenTheDeferredBytesFillUp() throws {
+        let lib = try library()
+        guard let enc = HPACKEncoder(lib) else { throw XCTSkip("no deflater") }
+        let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+        a.allowTableSize(65536)
+        b.allowTableSize(65536)
+        var maxKept = 0
+        for r in 0..<120 {
+            var block: [UInt8] = r == 0 ? integer(65536, prefix: 5, flags: 0x20) : []
+            for k in 0..<4 {
+                let value = String(repeating: "\(k)", count: r == 60 && k == 0 ? 15000 : 100) + "-\(r)"
+                block += [0x40 | 54] + literal(value, huffman: true, enc)
+            }
+            if r % 30 == 29 { block += integer(62 + r % 7, prefix: 7, flags: 0x80) }   // an entry of the table
+            var full: [(String, String)] = [], fast: [(String, String)] = []
+            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
+                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+            }, "block \(r)")
+            assertFastIsFullLessUnread(fast, full, "block \(r)")
+            if r % 30 == 29 { XCTAssertEqual(fast.count, 1, "block \(r): the referenced entry, read") }
+            maxKept = max(maxKept, b.deferredBytes)
+            XCTAssertLessThanOrEqual(b.deferredBytes, 8192, "block \(r)")
+        }
+        XCTAssertGreaterThan(maxKept, 6000, "the deferred bytes filled up")
+        XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []))
+        XCTAssertEqual(b.dynamicTableSize, a.dynamicTableSize)
+    }
+
     /// Every representation at random (indexed static and dynamic, insertions with static,
     /// literal and dynamic names, literals not indexed, size updates, values long enough to
     /// evict), over tables of several limits: the fast path's fields are libnghttp2's less
