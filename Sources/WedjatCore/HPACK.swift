@@ -254,10 +254,12 @@ enum HPACKStatic {
 
     static func nameLength(_ index: Int) -> Int { table[index - 1].0.utf8CodeUnitCount }
 
+    static let wantedRaw = ByteStrings(wantedNames.map { Array($0.utf8) })
+
     /// The wanted names as HPACK's Huffman code writes them (RFC 7541 Appendix B, padded with
     /// ones), taken from libnghttp2's own encoder; nil when it has none (then a Huffman-coded
     /// literal name is decoded to be read).
-    static let huffmanWanted: [[UInt8]]? = {
+    static let huffmanWanted: ByteStrings? = {
         guard let lib = NGHTTP2Library.shared, let enc = HPACKEncoder(lib) else { return nil }
         var out: [[UInt8]] = []
         for name in wantedNames {
@@ -267,8 +269,39 @@ enum HPACKStatic {
                   block[3] & 0x80 != 0, Int(block[3] & 0x7f) == block.count - 4 else { return nil }
             out.append(Array(block[4...]))
         }
-        return out
+        return ByteStrings(out)
     }()
+}
+
+/// A few short byte strings, looked up by length first (most names are no wanted name's length).
+struct ByteStrings: Sendable {
+    private let bytes: [UInt8]
+    private let spans: [(at: Int, count: Int)]
+    private let lengths: UInt64   // bit n: some string has n bytes (n < 64)
+
+    init(_ strings: [[UInt8]]) {
+        var b: [UInt8] = [], s: [(Int, Int)] = [], l: UInt64 = 0
+        for x in strings {
+            s.append((b.count, x.count))
+            b += x
+            if x.count < 64 { l |= 1 << UInt64(x.count) }
+        }
+        bytes = b
+        spans = s
+        lengths = l
+    }
+
+    func contains(_ q: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        guard count < 64, lengths & (1 << UInt64(count)) != 0 else { return false }
+        return bytes.withUnsafeBufferPointer { all in
+            for span in spans where span.count == count {
+                if UnsafeBufferPointer(rebasing: all[span.at..<span.at + count]).elementsEqual(UnsafeBufferPointer(start: q, count: count)) {
+                    return true
+                }
+            }
+            return false
+        }
+    }
 }
 
 extension HPACKDecoder {
@@ -425,17 +458,9 @@ extension HPACKDecoder {
     }
 
     private func wantedLiteralName(_ q: UnsafePointer<UInt8>, _ count: Int, huffman: Bool) -> Bool {
-        if !huffman {
-            for w in HPACKStatic.wantedNames where w.utf8.count == count {
-                if w.utf8.elementsEqual(UnsafeBufferPointer(start: q, count: count)) { return true }
-            }
-            return false
-        }
+        guard huffman else { return HPACKStatic.wantedRaw.contains(q, count) }
         guard let forms = HPACKStatic.huffmanWanted else { return true }
-        for f in forms where f.count == count {
-            if f.elementsEqual(UnsafeBufferPointer(start: q, count: count)) { return true }
-        }
-        return false
+        return forms.contains(q, count)
     }
 
     /// One literal that does not index, with a static or literal name (its field is a
