@@ -96,7 +96,8 @@ struct H2Shared {
     mutating func emit(_ i: Int) {
         // (Order among open streams does not matter: find scans them all, finish sorts.)
         let last = streams.count - 1
-        if i != last { streams.swapAt(i, last) }
+        // The buffer's swapAt moves the two streams; the array's copies them (retain, release).
+        if i != last { streams.withUnsafeMutableBufferPointer { $0.swapAt(i, last) } }
         var s = streams.removeLast()
         if s.grpc, s.ex.http2?.grpc != nil {
             s.ex.http2!.grpc!.requestMessages = s.requestCount.lost ? nil : s.requestCount.messages
