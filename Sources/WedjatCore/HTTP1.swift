@@ -95,6 +95,16 @@ public struct HTTPRedaction: Sendable, Equatable {
 }
 
 /// One request and its final response.
+extension Array where Element == HTTPExchange {
+    /// Hands each exchange to `body` in order, leaving the array empty with its buffer. Each is
+    /// moved out (popLast, the buffer first reversed by moves): handed over in place, it was
+    /// copied for the call (a retain of every field) and the copy destroyed after it.
+    mutating func drainInOrder(_ body: (HTTPExchange) -> Void) {
+        withUnsafeMutableBufferPointer { $0.reverse() }
+        while let ex = popLast() { body(ex) }
+    }
+}
+
 public struct HTTPExchange {
     public var index: Int                 // 0-based on this connection; reused connection == index > 0
     public var method: String
@@ -224,8 +234,7 @@ public final class HTTP1Stream {
         guard !core.pointee.sh.completed.isEmpty else { return }
         var out: [HTTPExchange] = []
         swap(&out, &core.pointee.sh.completed)
-        for i in out.indices { body(out[i]) }
-        out.removeAll(keepingCapacity: true)
+        out.drainInOrder(body)
         swap(&out, &core.pointee.sh.completed)
     }
 

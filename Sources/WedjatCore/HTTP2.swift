@@ -142,8 +142,7 @@ public final class HTTP2Connection {
         guard !core.pointee.sh.completed.isEmpty else { return }
         var out: [HTTPExchange] = []
         swap(&out, &core.pointee.sh.completed)
-        for i in out.indices { body(out[i]) }
-        out.removeAll(keepingCapacity: true)
+        out.drainInOrder(body)
         swap(&out, &core.pointee.sh.completed)
     }
 

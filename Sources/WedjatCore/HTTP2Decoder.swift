@@ -109,16 +109,18 @@ struct H2Shared {
     mutating func newStream(id: UInt32, startMono: UInt64, pushed: Bool) -> Int? {
         if streams.count >= maxStreams { fail("too_many_streams"); return nil }
         let detailed = wantsDetail?(startMono) ?? true
-        var e = HTTPExchange(index: requestCount, method: "", path: "", version: "HTTP/2")
-        e.detailed = detailed
-        if detailed { e.headers.reserveCapacity(4) }
-        e.requestStart = startMono
+        // Made in place in the array: built in a local and appended, it was copied (a retain
+        // of every field) and the local destroyed.
+        streams.append(H2Stream(id: id, ex: HTTPExchange(index: requestCount, method: "", path: "", version: "HTTP/2")))
+        let i = streams.count - 1
+        streams[i].ex.detailed = detailed
+        if detailed { streams[i].ex.headers.reserveCapacity(4) }
+        streams[i].ex.requestStart = startMono
         var d = HTTP2Details(streamId: id)
         d.pushed = pushed
-        e.http2 = d
+        streams[i].ex.http2 = d
         requestCount += 1
-        streams.append(H2Stream(id: id, ex: e))
-        return streams.count - 1
+        return i
     }
 }
 
