@@ -366,6 +366,7 @@ extension HPACKDecoder {
                 if index >= 1 && index <= 61 {
                     guard flush(start) else { return false }
                     run = i
+                    guard HPACKStatic.wanted(index) else { continue }   // (:scheme, ...)
                     let (name, value) = HPACKStatic.table[index - 1]
                     field(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
                           UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
