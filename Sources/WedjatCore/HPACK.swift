@@ -3,6 +3,9 @@
 // loaded with dlopen the first time a connection needs it (CWedjatNghttp2), never linked.
 // One HPACKDecoder per direction of a connection: each holds that direction's dynamic table.
 import CWedjatNghttp2
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The libnghttp2 functions, once loaded.
 public struct NGHTTP2Library: @unchecked Sendable {
@@ -42,6 +45,8 @@ public final class HPACKDecoder {
     private var scratch: [UInt8] = []       // a wanted insertion, rewritten not to insert
     /// The last wanted fields decoded from Huffman-coded literals, by their coded bytes.
     private var recent = RecentFields()
+    /// The last whole block that read nothing of the table, with what decoding it gave.
+    private var memo = BlockMemo()
 
     public init?(_ lib: NGHTTP2Library) {
         api = lib.api
@@ -59,6 +64,7 @@ public final class HPACKDecoder {
     private func release() {
         deferred.free()
         recent.free()
+        memo.free()
         if let inflater { api.pointee.inflate_del(inflater) }
         inflater = nil
         wj_nghttp2_pool_free(pool)
@@ -295,7 +301,7 @@ struct ByteStrings: Sendable {
         guard count < 64, lengths & (1 << UInt64(count)) != 0 else { return false }
         return bytes.withUnsafeBufferPointer { all in
             for span in spans where span.count == count {
-                if UnsafeBufferPointer(rebasing: all[span.at..<span.at + count]).elementsEqual(UnsafeBufferPointer(start: q, count: count)) {
+                if memcmp(all.baseAddress! + span.at, q, count) == 0 {
                     return true
                 }
             }
@@ -322,6 +328,29 @@ extension HPACKDecoder {
     /// caught up, is the encoder's. False on a decoding error, as decode.
     public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int,
                             _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
+        guard inflater != nil else { return false }
+        if let limit = tableLimit, memo.repeats(p, n, limit: limit) {
+            // The same bytes as the last block, which read nothing of the table: the same fields
+            // and the same insertions (a server's responses within the same second).
+            memo.giveFields(field)
+            for k in 0..<memo.insertCount {
+                let e = memo.insert(k)
+                guard defer_(UnsafeBufferPointer(start: p + e.start, count: e.count), least: e.least, limit: limit) else { return false }
+            }
+            return true
+        }
+        memo.begin(p, n, limit: tableLimit)
+        let ok = walk(p, n) { name, value in
+            memo.keepField(name, value)
+            field(name, value)
+        }
+        memo.end(ok)
+        return ok
+    }
+
+    /// decodeBlock's walk over the representations (the memo told what it reads).
+    private func walk(_ p: UnsafePointer<UInt8>, _ n: Int,
+                      _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         var i = 0
         var run = 0            // start of the bytes not yet handed to libnghttp2
         @inline(__always) func flush(_ end: Int) -> Bool {
@@ -372,18 +401,21 @@ extension HPACKDecoder {
                           UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
                 } else if index > 61, let entry = api.pointee.inflate_get_table_entry {
                     // (an index changes nothing: no decoding pass)
+                    memo.spoil()
                     guard tableNeeded(start), let inflater = handle else { return false }
                     run = i
                     guard let e = entry(inflater, index) else { return fail() }
                     field(UnsafeBufferPointer(start: e.pointee.name, count: e.pointee.namelen),
                           UnsafeBufferPointer(start: e.pointee.value, count: e.pointee.valuelen))
                 } else {
+                    memo.spoil()
                     guard tableNeeded(start), flush(i) else { return false }
                 }
                 continue
             }
             if b & 0xe0 == 0x20 {
                 // A table size update: libnghttp2 at once, the table caught up first.
+                memo.spoil()
                 guard integer(5) != nil, tableNeeded(start), flush(i) else { return false }
                 readTableLimit()
                 continue
@@ -399,6 +431,7 @@ extension HPACKDecoder {
             guard let value = string() else { return false }
             if nameIndex > 61 {
                 // Named by a dynamic entry: reads the table as it is here.
+                memo.spoil()
                 guard tableNeeded(start), flush(i) else { return false }
                 continue
             }
@@ -425,7 +458,7 @@ extension HPACKDecoder {
                 }
                 continue
             }
-            guard let limit = tableLimit else { continue }   // no deferring: libnghttp2 in the run
+            guard let limit = tableLimit else { memo.spoil(); continue }   // no deferring: libnghttp2 in the run
             guard flush(start) else { return false }
             run = i
             if plain {
@@ -447,6 +480,7 @@ extension HPACKDecoder {
             }
             let least = 32 + (name.map { Self.leastLength($0.count, huffman: $0.huffman) } ?? HPACKStatic.nameLength(nameIndex)) +
                 Self.leastLength(value.count, huffman: value.huffman)
+            memo.keepInsert(start: start, count: i - start, least: least)
             guard defer_(UnsafeBufferPointer(start: p + start, count: i - start), least: least, limit: limit) else { return false }
         }
         return flush(n)
@@ -596,7 +630,7 @@ struct RecentFields {
         guard let store else { return false }
         for k in 0..<Self.slots where lengths[k].key == rep.count && rep.count > 0 {
             let slot = store + k * Self.slotBytes
-            if UnsafeBufferPointer(start: slot, count: rep.count).elementsEqual(rep) {
+            if let r = rep.baseAddress, memcmp(slot, r, rep.count) == 0 {
                 let l = lengths[k]
                 field(UnsafeBufferPointer(start: slot + l.key, count: l.name),
                       UnsafeBufferPointer(start: slot + l.key + l.name, count: l.value))
@@ -623,5 +657,89 @@ struct RecentFields {
         store?.deallocate()
         store = nil
         for k in 0..<Self.slots { lengths[k] = (0, 0, 0) }
+    }
+}
+
+/// HPACKDecoder.decodeBlock's memory of the last block that read nothing of the table (no
+/// dynamic index or name, no size update): its bytes, the fields it gave and the insertions it
+/// deferred. The same bytes again, under the same table limit, give the same (an encoder that
+/// writes the same response fields within a second: nginx's `date` changes once a second).
+/// Blocks of at most 512 bytes, 16 fields (names and values 1 KiB), 32 insertions.
+struct BlockMemo {
+    private static let maxBlock = 512, maxFields = 16, maxFieldBytes = 1024, maxInserts = 32
+    private var block: UnsafeMutablePointer<UInt8>?
+    private var bytes: UnsafeMutablePointer<UInt8>?
+    private var fields: UnsafeMutablePointer<(name: Int, nameCount: Int, value: Int, valueCount: Int)>?
+    private var inserts: UnsafeMutablePointer<(start: Int, count: Int, least: Int)>?
+    private var blockCount = -1          // -1: nothing kept
+    private var limit = 0
+    private var fieldCount = 0, bytesUsed = 0
+    private(set) var insertCount = 0
+    private var keeping = false
+    private var walked = 0               // the block being walked: its size
+
+    func repeats(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int) -> Bool {
+        guard n == blockCount, limit == self.limit, let block else { return false }
+        return memcmp(block, p, n) == 0
+    }
+
+    func giveFields(_ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+        guard let bytes, let fields else { return }
+        for k in 0..<fieldCount {
+            let f = fields[k]
+            field(UnsafeBufferPointer(start: bytes + f.name, count: f.nameCount),
+                  UnsafeBufferPointer(start: bytes + f.value, count: f.valueCount))
+        }
+    }
+
+    func insert(_ k: Int) -> (start: Int, count: Int, least: Int) { inserts![k] }
+
+    mutating func begin(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int?) {
+        blockCount = -1
+        fieldCount = 0
+        bytesUsed = 0
+        insertCount = 0
+        keeping = limit != nil && n <= Self.maxBlock
+        guard keeping, let limit else { return }
+        if block == nil {
+            block = .allocate(capacity: Self.maxBlock)
+            bytes = .allocate(capacity: Self.maxFieldBytes)
+            fields = .allocate(capacity: Self.maxFields)
+            inserts = .allocate(capacity: Self.maxInserts)
+        }
+        block!.update(from: p, count: n)
+        self.limit = limit
+        walked = n
+    }
+
+    mutating func spoil() { keeping = false }
+
+    mutating func keepField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        guard keeping else { return }
+        guard fieldCount < Self.maxFields, bytesUsed + name.count + value.count <= Self.maxFieldBytes,
+              let bytes, let fields else { keeping = false; return }
+        if let b = name.baseAddress, name.count > 0 { (bytes + bytesUsed).update(from: b, count: name.count) }
+        if let b = value.baseAddress, value.count > 0 { (bytes + bytesUsed + name.count).update(from: b, count: value.count) }
+        fields[fieldCount] = (bytesUsed, name.count, bytesUsed + name.count, value.count)
+        fieldCount += 1
+        bytesUsed += name.count + value.count
+    }
+
+    mutating func keepInsert(start: Int, count: Int, least: Int) {
+        guard keeping else { return }
+        guard insertCount < Self.maxInserts, let inserts else { keeping = false; return }
+        inserts[insertCount] = (start, count, least)
+        insertCount += 1
+    }
+
+    /// The walk is over: kept if it read nothing of the table and decoded.
+    mutating func end(_ ok: Bool) {
+        blockCount = ok && keeping ? walked : -1
+    }
+
+    mutating func free() {
+        block?.deallocate(); bytes?.deallocate(); fields?.deallocate(); inserts?.deallocate()
+        block = nil; bytes = nil; fields = nil; inserts = nil
+        blockCount = -1
     }
 }

@@ -241,6 +241,39 @@ final class HPACKTests: XCTestCase {
         }
     }
 
+    /// The same response block again and again (nginx within one second), now and then another
+    /// one, a reference into the table or a smaller limit between them: a repeated block gives
+    /// libnghttp2's fields less the unread ones, and the table caught up is libnghttp2's.
+    func testRepeatedBlocksGiveTheSameAsDecoding() throws {
+        let lib = try library()
+        guard let enc = HPACKEncoder(lib) else { throw XCTSkip("no deflater") }
+        let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+        var repeats = 0
+        var last: [UInt8] = []
+        for r in 0..<400 {
+            let second = r / 9
+            var block: [UInt8] = r == 200 ? integer(1024, prefix: 5, flags: 0x20) : []
+            block += [0x88] + [0x40 | 54] + literal("nginx/1.22.1", huffman: true, enc)
+            block += [0x40 | 33] + literal("Mon, 07 Dec 2026 19:\(10 + second % 50):00 GMT", huffman: true, enc)
+            block += [0x40 | 31] + literal(second % 3 == 0 ? "text/html" : "application/grpc", huffman: true, enc)
+            block += [0x40 | 28] + literal("606", huffman: false, enc)
+            block += [0x00] + literal("etag", huffman: true, enc) + literal("\"\(second)\"", huffman: true, enc)
+            if r % 37 == 36 { block += [0xbe] }   // index 62: the newest entry
+            if block == last { repeats += 1 }
+            last = block
+            var full: [(String, String)] = [], fast: [(String, String)] = []
+            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
+                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+            }, "block \(r)")
+            XCTAssertEqual(assertFastIsFullLessUnread(fast, full, "block \(r)"), r % 37 == 36 ? 3 : 3, "block \(r): server, date, etag unread")
+            if r % 50 == 49 || r == 199 || r == 201 {
+                XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []), "block \(r): the same table")
+            }
+        }
+        XCTAssertGreaterThan(repeats, 250, "blocks repeated")
+    }
+
     /// A table limit raised to 64 KiB: what is deferred outgrows its 8 KiB and is caught up,
     /// and an insertion larger than that goes to libnghttp2 at once; the table stays the
     /// encoder's and references into it read the right entries.
