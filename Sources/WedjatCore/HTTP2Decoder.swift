@@ -56,6 +56,9 @@ struct H2Shared {
     }
 
     var live: Bool { state == .http2 || state == .detecting }
+    /// The method and authority of the connection's last stream: the same on every stream as a
+    /// rule, made into a String (checked as UTF-8) once.
+    var lastMethod = RecentText(), lastAuthority = RecentText()
 
     func find(_ id: UInt32) -> Int? {
         var i = streams.count - 1
@@ -678,7 +681,7 @@ struct H2Dir {
                 switch n {
                 case 7:
                     if H2Names.equals(np, ":method") {
-                        s.streams[i].ex.method = str()
+                        s.streams[i].ex.method = s.lastMethod.text(value)
                         if value.count == 7, let v = value.baseAddress, H2Names.equals(v, "CONNECT") { s.streams[i].ex.isConnect = true }
                     }
                 case 5:
@@ -687,7 +690,7 @@ struct H2Dir {
                     }
                 case 10:
                     if H2Names.equals(np, ":authority") {
-                        let v = str()
+                        let v = s.lastAuthority.text(value)
                         s.streams[i].ex.host = v
                         if detailed { s.streams[i].ex.headers.append(("request.host", v)) }
                     }
@@ -927,5 +930,23 @@ enum H2Names {
         guard u.count >= 4, u[0] == 47, let slash = u.lastIndex(of: 47), slash > 1, slash < u.count - 1 else { return (nil, nil) }
         if u[1..<slash].contains(63) || u[(slash + 1)...].contains(63) { return (nil, nil) }   // a query: not gRPC's form
         return (String(decoding: u[1..<slash], as: UTF8.self), String(decoding: u[(slash + 1)...], as: UTF8.self))
+    }
+}
+
+/// A String made from bytes, kept with them: the same bytes again give it back without making
+/// (and checking) a new one.
+struct RecentText {
+    private var bytes: [UInt8] = []
+    private var string = ""
+
+    mutating func text(_ v: UnsafeBufferPointer<UInt8>) -> String {
+        guard !v.isEmpty else { return "" }
+        if v.count == bytes.count, let p = v.baseAddress,
+           bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, p, v.count) == 0 }) {
+            return string
+        }
+        string = String(decoding: v, as: UTF8.self)
+        bytes = Array(v)
+        return string
     }
 }
