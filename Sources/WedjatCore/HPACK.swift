@@ -176,7 +176,8 @@ public final class HPACKDecoder {
 }
 
 /// HPACK encoding by libnghttp2's deflater: for tests, benchmarks and the fuzz target's
-/// seeds, never used by the agent.
+/// seeds; the agent uses it once, for the Huffman codes of the names it reads
+/// (HPACKStatic.huffmanWanted).
 public final class HPACKEncoder {
     let api: UnsafePointer<wj_nghttp2_api>
     private var deflater: OpaquePointer?
