@@ -45,8 +45,12 @@ public final class HPACKDecoder {
     private var scratch: [UInt8] = []       // a wanted insertion, rewritten not to insert
     /// The last wanted fields decoded from Huffman-coded literals, by their coded bytes.
     private var recent = RecentFields()
-    /// The last whole block that read nothing of the table, with what decoding it gave.
+    /// The last whole block that changed nothing in libnghttp2's table, with what decoding it
+    /// gave.
     private var memo = BlockMemo()
+    /// Counts what may change the table as a reference sees it: bytes given to libnghttp2
+    /// (but for a literal that does not index, rewritten or alone), insertions deferred.
+    private var tableVersion = 0
 
     public init?(_ lib: NGHTTP2Library) {
         api = lib.api
@@ -84,6 +88,7 @@ public final class HPACKDecoder {
 
     private func apply(_ size: UInt32) {
         guard catchUp() else { return }
+        tableVersion &+= 1
         if api.pointee.inflate_change_table_size(inflater, Int(size)) == 0 { maxTableSize = size }
         readTableLimit()
     }
@@ -100,6 +105,7 @@ public final class HPACKDecoder {
     public func decode(_ p: UnsafePointer<UInt8>?, _ count: Int, final: Bool,
                        _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         if !inBlock { guard catchUp() else { return false } }
+        tableVersion &+= 1
         let ok = inflate(p, count, final: final, field)
         if ok && !inBlock { readTableLimit() }
         return ok
@@ -330,9 +336,10 @@ extension HPACKDecoder {
     public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int,
                             _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         guard inflater != nil else { return false }
-        if let limit = tableLimit, memo.repeats(p, n, limit: limit) {
-            // The same bytes as the last block, which read nothing of the table: the same fields
-            // and the same insertions (a server's responses within the same second).
+        if let limit = tableLimit, memo.repeats(p, n, limit: limit, tableVersion: tableVersion) {
+            // The same bytes as the last block, which changed nothing in libnghttp2's table (and
+            // read from it only if it is as it was then): the same fields and the same
+            // insertions (a server's responses within a second, a client's same requests).
             memo.giveFields(field)
             for k in 0..<memo.insertCount {
                 let e = memo.insert(k)
@@ -340,12 +347,12 @@ extension HPACKDecoder {
             }
             return true
         }
-        memo.begin(p, n, limit: tableLimit)
+        memo.begin(p, n, limit: tableLimit, tableVersion: tableVersion)
         let ok = walk(p, n) { name, value in
             memo.keepField(name, value)
             field(name, value)
         }
-        memo.end(ok)
+        memo.end(ok, tableVersion: tableVersion)
         return ok
     }
 
@@ -356,6 +363,7 @@ extension HPACKDecoder {
         var run = 0            // start of the bytes not yet handed to libnghttp2
         @inline(__always) func flush(_ end: Int) -> Bool {
             guard end > run else { return true }
+            tableVersion &+= 1
             let ok = inflate(p + run, end - run, final: true, field)
             run = end
             return ok
@@ -402,7 +410,7 @@ extension HPACKDecoder {
                           UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
                 } else if index > 61, let entry = api.pointee.inflate_get_table_entry {
                     // (an index changes nothing: no decoding pass)
-                    memo.spoil()
+                    memo.readsTable()
                     guard tableNeeded(start), let inflater = handle else { return false }
                     run = i
                     guard let e = entry(inflater, index) else { return fail() }
@@ -515,6 +523,7 @@ extension HPACKDecoder {
     /// is no room, the ones kept are given to libnghttp2 first, and one too large for the
     /// room goes there at once.
     private func defer_(_ rep: UnsafeBufferPointer<UInt8>, least: Int, limit: Int) -> Bool {
+        tableVersion &+= 1
         if deferred.append(rep, least: least, limit: limit) { return true }
         guard catchUp() else { return false }
         if deferred.append(rep, least: least, limit: limit) { return true }
@@ -525,6 +534,7 @@ extension HPACKDecoder {
     /// encoder has it. False on a decoding error.
     func catchUp() -> Bool {
         guard let pending = deferred.pending else { return true }
+        tableVersion &+= 1
         let ok = inflate(pending.baseAddress, pending.count, final: true) { _, _ in }
         deferred.clear()
         return ok
@@ -678,9 +688,11 @@ struct BlockMemo {
     private(set) var insertCount = 0
     private var keeping = false
     private var walked = 0               // the block being walked: its size
+    private var reads = false            // it read the table (a dynamic index)
+    private var version = 0              // the table version it was walked at (and left)
 
-    func repeats(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int) -> Bool {
-        guard n == blockCount, limit == self.limit, let block else { return false }
+    func repeats(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int, tableVersion: Int) -> Bool {
+        guard n == blockCount, limit == self.limit, !reads || tableVersion == version, let block else { return false }
         return memcmp(block, p, n) == 0
     }
 
@@ -695,8 +707,10 @@ struct BlockMemo {
 
     func insert(_ k: Int) -> (start: Int, count: Int, least: Int) { inserts![k] }
 
-    mutating func begin(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int?) {
+    mutating func begin(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int?, tableVersion: Int) {
         blockCount = -1
+        reads = false
+        version = tableVersion
         fieldCount = 0
         bytesUsed = 0
         insertCount = 0
@@ -714,6 +728,9 @@ struct BlockMemo {
     }
 
     mutating func spoil() { keeping = false }
+
+    /// The block reads the table: it is given again only while the table stays as it is now.
+    mutating func readsTable() { reads = true }
 
     mutating func keepField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
         guard keeping else { return }
@@ -734,8 +751,10 @@ struct BlockMemo {
     }
 
     /// The walk is over: kept if it read nothing of the table and decoded.
-    mutating func end(_ ok: Bool) {
-        blockCount = ok && keeping ? walked : -1
+    /// The walk is over: kept if it decoded, changed nothing in libnghttp2's table, and (if
+    /// it read the table) deferred nothing either.
+    mutating func end(_ ok: Bool, tableVersion: Int) {
+        blockCount = ok && keeping && (!reads || tableVersion == version) ? walked : -1
     }
 
     mutating func free() {

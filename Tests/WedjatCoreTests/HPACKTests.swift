@@ -274,6 +274,41 @@ final class HPACKTests: XCTestCase {
         XCTAssertGreaterThan(repeats, 250, "blocks repeated")
     }
 
+    /// A client's requests: inserted once, then the same block of references again and again
+    /// (h2load), now and then a new insertion that moves the indices: a repeated block is given
+    /// again only while the table is as it was, so the fields are always libnghttp2's.
+    func testRepeatedReferencesFollowTheTable() throws {
+        let lib = try library()
+        guard let enc = HPACKEncoder(lib) else { throw XCTSkip("no deflater") }
+        let a = HPACKDecoder(lib)!, b = HPACKDecoder(lib)!
+        for r in 0..<300 {
+            var block: [UInt8] = [0x82, 0x87]
+            if r == 0 || r % 23 == 0 {
+                block += [0x41] + literal("host\(r).example:8443", huffman: r % 2 == 0, enc)      // :authority, inserted
+                block += [0x44] + literal("/p\(r)", huffman: false, enc)                           // :path, inserted
+                block += [0x40 | 58] + literal("h2load nghttp2/1.52.0", huffman: true, enc)       // user-agent, inserted
+            } else {
+                block += [0xc0, 0xbf, 0xbe]   // the three newest entries
+            }
+            if r % 41 == 40 { block += [0x40] + literal("x-other", huffman: false, enc) + literal("\(r)", huffman: false, enc) }
+            if r % 29 == 28 {
+                // An insertion in a block that comes in two fragments (not the whole-block path):
+                // the next block of references must not be given as it was before it.
+                let ins = [0x40] + literal("x-split", huffman: false, enc) + literal("\(r)", huffman: false, enc)
+                XCTAssertTrue(a.decode(ins, ins.count, final: true) { _, _ in })
+                XCTAssertTrue(b.decode(ins, 3, final: false) { _, _ in })
+                XCTAssertTrue(ins.withUnsafeBufferPointer { b.decode($0.baseAddress! + 3, ins.count - 3, final: true) { _, _ in } })
+            }
+            var full: [(String, String)] = [], fast: [(String, String)] = []
+            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
+            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
+                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+            }, "block \(r)")
+            XCTAssertEqual(assertFastIsFullLessUnread(fast, full, "block \(r)"), r % 41 == 40 ? 2 : 1, "block \(r): :scheme (and x-other) unread")
+            if r % 60 == 59 { XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []), "block \(r): the same table") }
+        }
+    }
+
     /// A table limit raised to 64 KiB: what is deferred outgrows its 8 KiB and is caught up,
     /// and an insertion larger than that goes to libnghttp2 at once; the table stays the
     /// encoder's and references into it read the right entries.
