@@ -341,11 +341,8 @@ extension HPACKDecoder {
             // read from it only if it is as it was then): the same fields and the same
             // insertions (a server's responses within a second, a client's same requests).
             memo.giveFields(field)
-            for k in 0..<memo.insertCount {
-                let e = memo.insert(k)
-                guard defer_(UnsafeBufferPointer(start: p + e.start, count: e.count), least: e.least, limit: limit) else { return false }
-            }
-            return true
+            guard let ins = memo.insertions else { return true }
+            return deferAll(ins.bytes, memo.insertTotal, ins.each, memo.insertCount, limit: limit)
         }
         memo.begin(p, n, limit: tableLimit, tableVersion: tableVersion)
         let ok = walk(p, n) { name, value in
@@ -489,7 +486,7 @@ extension HPACKDecoder {
             }
             let least = 32 + (name.map { Self.leastLength($0.count, huffman: $0.huffman) } ?? HPACKStatic.nameLength(nameIndex)) +
                 Self.leastLength(value.count, huffman: value.huffman)
-            memo.keepInsert(start: start, count: i - start, least: least)
+            memo.keepInsert(UnsafeBufferPointer(start: p + start, count: i - start), least: least)
             guard defer_(UnsafeBufferPointer(start: p + start, count: i - start), least: least, limit: limit) else { return false }
         }
         return flush(n)
@@ -528,6 +525,20 @@ extension HPACKDecoder {
         guard catchUp() else { return false }
         if deferred.append(rep, least: least, limit: limit) { return true }
         return inflate(rep.baseAddress, rep.count, final: true) { _, _ in }
+    }
+
+    /// A remembered block's insertions kept for later at once; one by one where they do not fit.
+    private func deferAll(_ reps: UnsafePointer<UInt8>, _ total: Int, _ each: UnsafePointer<(length: Int32, least: Int32)>,
+                          _ k: Int, limit: Int) -> Bool {
+        tableVersion &+= 1
+        if deferred.append(reps, total, each, k, limit: limit) { return true }
+        var at = 0
+        for j in 0..<k {
+            let n = Int(each[j].length)
+            guard defer_(UnsafeBufferPointer(start: reps + at, count: n), least: Int(each[j].least), limit: limit) else { return false }
+            at += n
+        }
+        return true
     }
 
     /// The deferred insertions given to libnghttp2 (their fields unread): the table as the
@@ -569,6 +580,44 @@ struct DeferredInsertions {
     mutating func append(_ rep: UnsafeBufferPointer<UInt8>, least: Int, limit: Int) -> Bool {
         let n = rep.count
         guard let src = rep.baseAddress, n > 0 else { return true }
+        guard reserve(n, 1) else { return false }
+        (bytes! + end).update(from: src, count: n)
+        end += n
+        entries![last] = (Int32(n), Int32(clamping: least))
+        last += 1
+        leastSum += least
+        dropEvicted(limit)
+        return true
+    }
+
+    /// Several at once (a remembered block's): their bytes one after another, and each one's
+    /// length and least size. False when they do not fit.
+    mutating func append(_ reps: UnsafePointer<UInt8>, _ total: Int, _ each: UnsafePointer<(length: Int32, least: Int32)>,
+                         _ k: Int, limit: Int) -> Bool {
+        guard total > 0, k > 0 else { return true }
+        guard reserve(total, k) else { return false }
+        (bytes! + end).update(from: reps, count: total)
+        end += total
+        (entries! + last).update(from: each, count: k)
+        last += k
+        for j in 0..<k { leastSum += Int(each[j].least) }
+        dropEvicted(limit)
+        return true
+    }
+
+    /// The oldest dropped while the newer ones' least sizes fill the limit.
+    private mutating func dropEvicted(_ limit: Int) {
+        guard let entries else { return }
+        while last - first > 1 && leastSum - Int(entries[first].least) >= limit {
+            leastSum -= Int(entries[first].least)
+            start += Int(entries[first].length)
+            first += 1
+        }
+    }
+
+    /// Room for n more bytes and k more entries (the kept ones moved to the front, the buffers
+    /// grown); false when they do not fit.
+    private mutating func reserve(_ n: Int, _ k: Int) -> Bool {
         if end + n > cap {
             if start > 0, let bytes {   // the kept ones to the front
                 UnsafeMutableRawPointer(bytes).copyMemory(from: bytes + start, byteCount: end - start)
@@ -584,30 +633,20 @@ struct DeferredInsertions {
                 cap = newCap
             }
         }
-        if last == entryCap {
+        if last + k > entryCap {
             if first > 0, let entries {
                 (entries).update(from: entries + first, count: last - first)
                 last -= first
                 first = 0
             }
-            if last == entryCap {
-                guard entryCap < Self.maxEntries else { return false }
-                let newCap = min(Self.maxEntries, max(32, entryCap * 2))
+            if last + k > entryCap {
+                guard last + k <= Self.maxEntries else { return false }
+                let newCap = min(Self.maxEntries, max(32, entryCap * 2, last + k))
                 let grown = UnsafeMutablePointer<(length: Int32, least: Int32)>.allocate(capacity: newCap)
                 if let entries { grown.update(from: entries, count: last); entries.deallocate() }
                 entries = grown
                 entryCap = newCap
             }
-        }
-        (bytes! + end).update(from: src, count: n)
-        end += n
-        entries![last] = (Int32(n), Int32(clamping: least))
-        last += 1
-        leastSum += least
-        while last - first > 1 && leastSum - Int(entries![first].least) >= limit {
-            leastSum -= Int(entries![first].least)
-            start += Int(entries![first].length)
-            first += 1
         }
         return true
     }
@@ -681,7 +720,9 @@ struct BlockMemo {
     private var block: UnsafeMutablePointer<UInt8>?
     private var bytes: UnsafeMutablePointer<UInt8>?
     private var fields: UnsafeMutablePointer<(name: Int, nameCount: Int, value: Int, valueCount: Int)>?
-    private var inserts: UnsafeMutablePointer<(start: Int, count: Int, least: Int)>?
+    private var inserts: UnsafeMutablePointer<(length: Int32, least: Int32)>?
+    private var insertBytes: UnsafeMutablePointer<UInt8>?   // the insertions' bytes, one after another
+    private(set) var insertTotal = 0
     private var blockCount = -1          // -1: nothing kept
     private var limit = 0
     private var fieldCount = 0, bytesUsed = 0
@@ -705,7 +746,11 @@ struct BlockMemo {
         }
     }
 
-    func insert(_ k: Int) -> (start: Int, count: Int, least: Int) { inserts![k] }
+    /// The insertions: their bytes one after another, and each one's length and least size.
+    var insertions: (bytes: UnsafePointer<UInt8>, each: UnsafePointer<(length: Int32, least: Int32)>)? {
+        guard insertCount > 0, let insertBytes, let inserts else { return nil }
+        return (UnsafePointer(insertBytes), UnsafePointer(inserts))
+    }
 
     mutating func begin(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int?, tableVersion: Int) {
         blockCount = -1
@@ -714,6 +759,7 @@ struct BlockMemo {
         fieldCount = 0
         bytesUsed = 0
         insertCount = 0
+        insertTotal = 0
         keeping = limit != nil && n <= Self.maxBlock
         guard keeping, let limit else { return }
         if block == nil {
@@ -721,6 +767,7 @@ struct BlockMemo {
             bytes = .allocate(capacity: Self.maxFieldBytes)
             fields = .allocate(capacity: Self.maxFields)
             inserts = .allocate(capacity: Self.maxInserts)
+            insertBytes = .allocate(capacity: Self.maxBlock)
         }
         block!.update(from: p, count: n)
         self.limit = limit
@@ -743,14 +790,16 @@ struct BlockMemo {
         bytesUsed += name.count + value.count
     }
 
-    mutating func keepInsert(start: Int, count: Int, least: Int) {
+    mutating func keepInsert(_ rep: UnsafeBufferPointer<UInt8>, least: Int) {
         guard keeping else { return }
-        guard insertCount < Self.maxInserts, let inserts else { keeping = false; return }
-        inserts[insertCount] = (start, count, least)
+        guard insertCount < Self.maxInserts, insertTotal + rep.count <= Self.maxBlock, let inserts, let insertBytes,
+              let src = rep.baseAddress else { keeping = false; return }
+        (insertBytes + insertTotal).update(from: src, count: rep.count)
+        insertTotal += rep.count
+        inserts[insertCount] = (Int32(rep.count), Int32(clamping: least))
         insertCount += 1
     }
 
-    /// The walk is over: kept if it read nothing of the table and decoded.
     /// The walk is over: kept if it decoded, changed nothing in libnghttp2's table, and (if
     /// it read the table) deferred nothing either.
     mutating func end(_ ok: Bool, tableVersion: Int) {
@@ -758,8 +807,8 @@ struct BlockMemo {
     }
 
     mutating func free() {
-        block?.deallocate(); bytes?.deallocate(); fields?.deallocate(); inserts?.deallocate()
-        block = nil; bytes = nil; fields = nil; inserts = nil
+        block?.deallocate(); bytes?.deallocate(); fields?.deallocate(); inserts?.deallocate(); insertBytes?.deallocate()
+        block = nil; bytes = nil; fields = nil; inserts = nil; insertBytes = nil
         blockCount = -1
     }
 }
