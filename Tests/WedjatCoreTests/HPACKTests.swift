@@ -140,6 +140,19 @@ final class HPACKTests: XCTestCase {
         return skipped
     }
 
+    /// `block` decoded whole by libnghttp2 (through `a`) and by the fast path (through `b`):
+    /// both field lists (a decoding that fails fails the test).
+    private func decodeBoth(_ a: HPACKDecoder, _ b: HPACKDecoder, _ block: [UInt8], _ what: String,
+                            file: StaticString = #filePath, line: UInt = #line) -> (full: [(String, String)], fast: [(String, String)]) {
+        var full: [(String, String)] = [], fast: [(String, String)] = []
+        XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) },
+                      "\(what): libnghttp2 decodes it", file: file, line: line)
+        XCTAssertTrue(block.withUnsafeBufferPointer { buf in
+            b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
+        }, "\(what): the fast path decodes it", file: file, line: line)
+        return (full, fast)
+    }
+
     /// decodeBlock (whole blocks, fields nobody reads skipped, insertions deferred) gives what
     /// decode gives, less the skipped fields, and leaves the same dynamic table: the RFC
     /// examples and blocks of every representation the encoder makes (indexed, incremental,
@@ -173,11 +186,7 @@ final class HPACKTests: XCTestCase {
                 fields.append((name, value))
             }
             let block = enc.encode(fields, neverIndex: round % 3 == 0)
-            var full: [(String, String)] = [], fast: [(String, String)] = []
-            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
-            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
-                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
-            })
+            let (full, fast) = decodeBoth(a, b, block, "round \(round)")
             XCTAssertEqual(pairs(full), pairs(fields), "round \(round): libnghttp2 decodes what was encoded")
             skippedSeen += assertFastIsFullLessUnread(fast, full, "round \(round)")
             if round % 5 == 4 {   // not every round: insertions stay deferred across blocks between
@@ -229,11 +238,7 @@ final class HPACKTests: XCTestCase {
             block += [0x00] + literal("accept-ranges", huffman: true, enc) + literal("bytes", huffman: false, enc)
             if r % 10 == 3 { block += [0x40] + literal("grpc-status", huffman: true, enc) + literal("0", huffman: false, enc) }
             if r % 10 == 7 { block += [0x00] + literal("grpc-message", huffman: false, enc) + literal("ok", huffman: false, enc) }
-            var full: [(String, String)] = [], fast: [(String, String)] = []
-            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
-            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
-                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
-            })
+            let (full, fast) = decodeBoth(a, b, block, "response \(r)")
             XCTAssertEqual(assertFastIsFullLessUnread(fast, full, "response \(r)"), 5, "response \(r): server, date, last-modified, etag, accept-ranges passed over")
             XCTAssertEqual(fast.map { $0.0 }.prefix(3), [":status", "content-type", "content-length"])
             XCTAssertLessThan(b.deferredBytes, 2048, "response \(r): bounded")
@@ -261,11 +266,7 @@ final class HPACKTests: XCTestCase {
             if r % 37 == 36 { block += [0xbe] }   // index 62: the newest entry
             if block == last { repeats += 1 }
             last = block
-            var full: [(String, String)] = [], fast: [(String, String)] = []
-            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
-            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
-                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
-            }, "block \(r)")
+            let (full, fast) = decodeBoth(a, b, block, "block \(r)")
             XCTAssertEqual(assertFastIsFullLessUnread(fast, full, "block \(r)"), r % 37 == 36 ? 3 : 3, "block \(r): server, date, etag unread")
             if r % 50 == 49 || r == 199 || r == 201 {
                 XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []), "block \(r): the same table")
@@ -299,11 +300,7 @@ final class HPACKTests: XCTestCase {
                 XCTAssertTrue(b.decode(ins, 3, final: false) { _, _ in })
                 XCTAssertTrue(ins.withUnsafeBufferPointer { b.decode($0.baseAddress! + 3, ins.count - 3, final: true) { _, _ in } })
             }
-            var full: [(String, String)] = [], fast: [(String, String)] = []
-            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
-            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
-                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
-            }, "block \(r)")
+            let (full, fast) = decodeBoth(a, b, block, "block \(r)")
             XCTAssertEqual(assertFastIsFullLessUnread(fast, full, "block \(r)"), r % 41 == 40 ? 2 : 1, "block \(r): :scheme (and x-other) unread")
             if r % 60 == 59 { XCTAssertEqual(pairs(b.dynamicTable ?? []), pairs(a.dynamicTable ?? []), "block \(r): the same table") }
         }
@@ -326,11 +323,7 @@ final class HPACKTests: XCTestCase {
                 block += [0x40 | 54] + literal(value, huffman: true, enc)
             }
             if r % 30 == 29 { block += integer(62 + r % 7, prefix: 7, flags: 0x80) }   // an entry of the table
-            var full: [(String, String)] = [], fast: [(String, String)] = []
-            XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) })
-            XCTAssertTrue(block.withUnsafeBufferPointer { buf in
-                b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
-            }, "block \(r)")
+            let (full, fast) = decodeBoth(a, b, block, "block \(r)")
             assertFastIsFullLessUnread(fast, full, "block \(r)")
             if r % 30 == 29 { XCTAssertEqual(fast.count, 1, "block \(r): the referenced entry, read") }
             maxKept = max(maxKept, b.deferredBytes)
@@ -385,12 +378,7 @@ final class HPACKTests: XCTestCase {
                     default: block += [0x82]
                     }
                 }
-                var full: [(String, String)] = [], fast: [(String, String)] = []
-                XCTAssertTrue(a.decode(block, block.count, final: true) { full.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) },
-                              "limit \(limit) round \(round): libnghttp2 decodes it")
-                XCTAssertTrue(block.withUnsafeBufferPointer { buf in
-                    b.decodeBlock(buf.baseAddress!, buf.count) { fast.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self))) }
-                }, "limit \(limit) round \(round): the fast path decodes it")
+                let (full, fast) = decodeBoth(a, b, block, "limit \(limit) round \(round)")
                 skippedSeen += assertFastIsFullLessUnread(fast, full, "limit \(limit) round \(round)")
                 let ta = a.dynamicTable ?? []
                 entries = ta.count
