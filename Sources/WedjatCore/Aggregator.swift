@@ -273,7 +273,8 @@ public final class Aggregator {
         let data = UnsafeRawPointer(p) + Aggregator.payloadDataOffset
         h2.feed((p.pointee.flags & UInt16(WJ_PAYLOAD_OUT)) != 0 ? .out : .in, offset: p.pointee.offset,
                 bytes: UnsafeRawBufferPointer(start: data, count: len), ioEnd: p.pointee.io_end, mono: p.pointee.t)
-        h2.drainCompleted { http($0, conn: conn, tls: plain, tid: p.pointee.tid) }
+        h2.drain(detailed: { http($0, conn: conn, tls: plain, tid: p.pointee.tid) },
+                 counted: { counted($0, conn: conn, tls: plain) })
     }
 
     // The connection ended. Its framers handed over everything before its close event (or, at
@@ -289,7 +290,8 @@ public final class Aggregator {
         for (h2, tls) in [(conn.h2raw, false), (conn.h2plain, true)] {
             guard let h2 else { continue }
             h2.finish(mono: mono)
-            h2.drainCompleted { http($0, conn: conn, tls: tls, tid: conn.event.tid) }
+            h2.drain(detailed: { http($0, conn: conn, tls: tls, tid: conn.event.tid) },
+                     counted: { counted($0, conn: conn, tls: tls) })
         }
     }
 
@@ -537,7 +539,21 @@ public final class Aggregator {
                               durationUs: c.durationNs.map { $0 / 1000 }, ttfbUs: c.ttfbNs.map { $0 / 1000 }, endMono: endMono)
     }
 
-    // The index in summaryEntries of the summary `ex` counts in, created if new.
+    // A counted-only HTTP/2 stream (past the record budget): into its http_summary, without
+    // making its exchange.
+    private func counted(_ s: borrowing H2Stream, conn: OpenConnection, tls: Bool) {
+        conn.requests += 1
+        if s.error == .desync { unparsedHTTP += 1 }
+        let k = summarySlot(method: s.method, host: s.host, version: "HTTP/2", status: s.status, error: s.errorText,
+                            conn: conn, tls: tls)
+        let endMono = s.responseEnd ?? s.requestEnd ?? s.requestStart ?? conn.event.t_start
+        summaryEntries[k].add(
+            failed: s.error != nil, requestBytes: s.requestHeaderBytes + s.requestBodyBytes,
+            responseBytes: s.responseHeaderBytes + s.responseBodyBytes,
+            durationUs: HTTPExchange.diff(s.responseEnd, s.requestStart).map { $0 / 1000 },
+            ttfbUs: HTTPExchange.diff(s.responseStart, s.requestStart).map { $0 / 1000 }, endMono: endMono)
+    }
+
     // The index in summaryEntries of `key`'s summary, created if new.
     private func entryIndex(_ key: HTTPSummaryKey) -> Int {
         if let found = summaryIndex[key] { return found }
@@ -546,15 +562,21 @@ public final class Aggregator {
         return summaryEntries.count - 1
     }
 
+    // The index in summaryEntries of the summary `ex` counts in, created if new.
     private func summarySlot(_ ex: HTTPExchange, conn: OpenConnection, tls: Bool) -> Int {
-        let scheme = tls ? "https" : "http", host = ex.host ?? conn.host?.name
+        summarySlot(method: ex.method, host: ex.host, version: ex.version, status: ex.status, error: ex.error, conn: conn, tls: tls)
+    }
+
+    private func summarySlot(method: String, host given: String?, version: String, status: Int?, error: String?,
+                             conn: OpenConnection, tls: Bool) -> Int {
+        let scheme = tls ? "https" : "http", host = given ?? conn.host?.name
         let role = conn.event.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client"
-        if conn.summaryEpoch == summaryEpoch, let k = conn.summaryKey, k.status == ex.status, k.error == ex.error,
-           k.method == ex.method, k.host == host, k.version == ex.version, k.scheme == scheme, k.role == role {
+        if conn.summaryEpoch == summaryEpoch, let k = conn.summaryKey, k.status == status, k.error == error,
+           k.method == method, k.host == host, k.version == version, k.scheme == scheme, k.role == role {
             return conn.summaryIndex
         }
-        let key = HTTPSummaryKey(role: role, scheme: scheme, method: ex.method, host: host, version: ex.version,
-                                 status: ex.status, error: ex.error)
+        let key = HTTPSummaryKey(role: role, scheme: scheme, method: method, host: host, version: version,
+                                 status: status, error: error)
         let index = entryIndex(key)
         conn.summaryKey = key
         conn.summaryIndex = index

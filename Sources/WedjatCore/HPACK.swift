@@ -51,6 +51,15 @@ public final class HPACKDecoder {
     /// Counts what may change the table as a reference sees it: bytes given to libnghttp2
     /// (but for a literal that does not index, rewritten or alone), insertions deferred.
     private var tableVersion = 0
+    /// The block decodeBlock last walked: a new number for each (a repeat keeps it). With
+    /// `repeated` and `remembered`, a caller can keep what a block meant to it and, when the
+    /// same bytes come again, use that instead of its fields (decodeBlock's fieldsOfRepeat).
+    public private(set) var blockSerial = 0
+    /// The last decodeBlock was a repeat of the block `blockSerial` (its fields given only if
+    /// asked).
+    public private(set) var repeated = false
+    /// The block `blockSerial` is remembered: its bytes again are a repeat.
+    public var remembered: Bool { memo.kept }
 
     public init?(_ lib: NGHTTP2Library) {
         api = lib.api
@@ -333,17 +342,22 @@ extension HPACKDecoder {
     /// - every other run of the block goes to libnghttp2 as it is.
     /// `field` sees the fields in order, less the passed-over ones. The dynamic table, once
     /// caught up, is the encoder's. False on a decoding error, as decode.
-    public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int,
+    /// `fieldsOfRepeat` false: a repeat of the remembered block gives no fields (`repeated`
+    /// says it was one).
+    public func decodeBlock(_ p: UnsafePointer<UInt8>, _ n: Int, fieldsOfRepeat: Bool = true,
                             _ field: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) -> Bool {
         guard inflater != nil else { return false }
         if let limit = tableLimit, memo.repeats(p, n, limit: limit, tableVersion: tableVersion) {
             // The same bytes as the last block, which changed nothing in libnghttp2's table (and
             // read from it only if it is as it was then): the same fields and the same
             // insertions (a server's responses within a second, a client's same requests).
-            memo.giveFields(field)
+            repeated = true
+            if fieldsOfRepeat { memo.giveFields(field) }
             guard let ins = memo.insertions else { return true }
             return deferAll(ins.bytes, memo.insertTotal, ins.each, memo.insertCount, limit: limit)
         }
+        repeated = false
+        blockSerial &+= 1
         memo.begin(p, n, limit: tableLimit, tableVersion: tableVersion)
         let ok = walk(p, n) { name, value in
             memo.keepField(name, value)
@@ -731,6 +745,8 @@ struct BlockMemo {
     private var walked = 0               // the block being walked: its size
     private var reads = false            // it read the table (a dynamic index)
     private var version = 0              // the table version it was walked at (and left)
+
+    var kept: Bool { blockCount >= 0 }
 
     func repeats(_ p: UnsafePointer<UInt8>, _ n: Int, limit: Int, tableVersion: Int) -> Bool {
         guard n == blockCount, limit == self.limit, !reads || tableVersion == version, let block else { return false }

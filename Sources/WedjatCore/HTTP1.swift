@@ -168,7 +168,7 @@ public struct HTTPExchange {
         return nil
     }
 
-    private static func diff(_ a: UInt64?, _ b: UInt64?) -> UInt64? {
+    static func diff(_ a: UInt64?, _ b: UInt64?) -> UInt64? {
         guard let a, let b, a >= b else { return nil }
         return a - b
     }

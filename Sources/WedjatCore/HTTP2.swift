@@ -132,17 +132,27 @@ public final class HTTP2Connection {
     /// Exchanges done since the last call, in the order their streams ended.
     public func takeCompleted() -> [HTTPExchange] {
         var out: [HTTPExchange] = []
-        swap(&out, &core.pointee.sh.completed)
+        drainCompleted { out.append($0) }
         return out
     }
 
     /// The same, handed to `body` one by one, keeping the buffer (no allocation per exchange).
     /// `body` must not feed this connection.
     public func drainCompleted(_ body: (HTTPExchange) -> Void) {
+        drain(detailed: body, counted: { body($0.exchange()) })
+    }
+
+    /// The same for the aggregator: a stream only counted (`wantsDetail` said false) is handed
+    /// over as it is, without making its exchange.
+    func drain(detailed: (HTTPExchange) -> Void, counted: (borrowing H2Stream) -> Void) {
         guard !core.pointee.sh.completed.isEmpty else { return }
-        var out: [HTTPExchange] = []
+        var out: [H2Stream] = []
         swap(&out, &core.pointee.sh.completed)
-        out.drainInOrder(body)
+        // Moved out one by one (reversed, then popLast): read in place, each was copied.
+        out.withUnsafeMutableBufferPointer { $0.reverse() }
+        while let st = out.popLast() {
+            if st.detailed { detailed(st.exchange()) } else { counted(st) }
+        }
         swap(&out, &core.pointee.sh.completed)
     }
 

@@ -13,21 +13,102 @@ struct H2MessageCount {
     var lost = false            // a prefix byte was not captured: the count is unknown
 }
 
+/// Why a stream ended short; its exchange's `error` when output.
+enum H2StreamError: Equatable {
+    case incomplete, desync, parse
+    case rstStream(UInt32), goaway(UInt32)
+
+    var text: String {
+        switch self {
+        case .incomplete: return "incomplete"
+        case .desync: return "desync"
+        case .parse: return "parse"
+        case .rstStream(let code): return "rst_stream:" + HTTP2ErrorCode.name(code)
+        case .goaway(let code): return "goaway:" + HTTP2ErrorCode.name(code)
+        }
+    }
+}
+
+/// One stream. What every stream counts is in plain fields, so that a stream only counted (past
+/// the record budget, nearly all at a busy server's rate) is made, moved and dropped as bytes;
+/// what only a record needs (path, headers, gRPC) is in `detail`, made for detailed streams.
 struct H2Stream {
     var id: UInt32
-    var ex: HTTPExchange
+    var index: Int
+    var method = ""               // (short strings: stored inline, nothing to retain)
+    var host: String?
+    var status: Int?
+    var interim = 0
+    var requestStart: UInt64?
+    var requestEnd: UInt64?
+    var responseStart: UInt64?
+    var responseEnd: UInt64?
+    var requestHeaderBytes: UInt64 = 0
+    var requestBodyBytes: UInt64 = 0
+    var responseHeaderBytes: UInt64 = 0
+    var responseBodyBytes: UInt64 = 0
+    var error: H2StreamError?
+    var complete = false
+    var detailed = true
     var requestHeaders = false  // the request's header block was seen (a later one: trailers)
     var responseFinal = false   // a final (non-1xx) response block was seen (a later one: trailers)
     var requestDone = false
     var responseDone = false
     var grpc = false
+    var isConnect = false
+    var pushed = false
+    var resetByClient: Bool?    // who sent the RST_STREAM that ended it
+    var detail: H2Detail?
+
+    init(id: UInt32, index: Int) {
+        self.id = id
+        self.index = index
+    }
+
+    var errorText: String? { error?.text }
+
+    /// The exchange this stream is, as a record or a test sees it.
+    func exchange() -> HTTPExchange {
+        var e = detail?.ex ?? HTTPExchange(index: index, method: method, path: "", version: "HTTP/2")
+        e.index = index
+        e.method = method
+        e.host = host
+        e.status = status
+        e.interim = interim
+        e.requestStart = requestStart
+        e.requestEnd = requestEnd
+        e.responseStart = responseStart
+        e.responseEnd = responseEnd
+        e.requestHeaderBytes = requestHeaderBytes
+        e.requestBodyBytes = requestBodyBytes
+        e.responseHeaderBytes = responseHeaderBytes
+        e.responseBodyBytes = responseBodyBytes
+        e.error = error?.text
+        e.complete = complete
+        e.detailed = detailed
+        e.isConnect = isConnect
+        if responseFinal { e.responseVersion = "HTTP/2" }
+        var h = e.http2 ?? HTTP2Details(streamId: id)
+        h.streamId = id
+        h.pushed = pushed
+        h.resetBy = resetByClient.map { $0 ? "client" : "server" }
+        if grpc, h.grpc != nil, let d = detail {
+            h.grpc!.requestMessages = d.requestCount.lost ? nil : d.requestCount.messages
+            h.grpc!.responseMessages = d.responseCount.lost ? nil : d.responseCount.messages
+        }
+        e.http2 = h
+        return e
+    }
+}
+
+/// What only a detailed stream keeps: its exchange's path, headers and gRPC details (the
+/// other fields are the stream's, set when it is output), and the gRPC message counts.
+final class H2Detail {
+    var ex: HTTPExchange
     var requestCount = H2MessageCount()
     var responseCount = H2MessageCount()
 
-    init(id: UInt32, ex: HTTPExchange) {
-        self.id = id
-        self.ex = ex
-    }
+    init(_ ex: HTTPExchange) { self.ex = ex }
 }
 
 /// Everything the two directions share: streams, output, state, the two HPACK contexts.
@@ -38,7 +119,7 @@ struct H2Shared {
     let maxHeaderBlockBytes: Int
     let maxStreams: Int
     var streams: [H2Stream] = []
-    var completed: [HTTPExchange] = []
+    var completed: [H2Stream] = []
     var requestCount = 0
     var lastClientStream: UInt32 = 0
     var goaway: (by: String, code: UInt32, lastStreamId: UInt32)?
@@ -80,13 +161,13 @@ struct H2Shared {
         }
         state = .failed
         failure = reason
-        let error = reason == "desync" ? "desync" : "parse"
+        let error: H2StreamError = reason == "desync" ? .desync : .parse
         for i in streams.indices where !streams[i].responseDone {
             // (A stream whose response ended is output as it is.)
-            streams[i].ex.error = streams[i].ex.error ?? error
-            streams[i].ex.complete = false
+            streams[i].error = streams[i].error ?? error
+            streams[i].complete = false
         }
-        streams.sort { $0.ex.index < $1.ex.index }
+        streams.sort { $0.index < $1.index }
         while !streams.isEmpty { emit(0) }
     }
 
@@ -101,12 +182,7 @@ struct H2Shared {
         let last = streams.count - 1
         // The buffer's swapAt moves the two streams; the array's copies them (retain, release).
         if i != last { streams.withUnsafeMutableBufferPointer { $0.swapAt(i, last) } }
-        var s = streams.removeLast()
-        if s.grpc, s.ex.http2?.grpc != nil {
-            s.ex.http2!.grpc!.requestMessages = s.requestCount.lost ? nil : s.requestCount.messages
-            s.ex.http2!.grpc!.responseMessages = s.responseCount.lost ? nil : s.responseCount.messages
-        }
-        completed.append((consume s).ex)   // moved, not copied (its other fields are plain)
+        completed.append(streams.removeLast())
     }
 
     mutating func newStream(id: UInt32, startMono: UInt64, pushed: Bool) -> Int? {
@@ -114,14 +190,17 @@ struct H2Shared {
         let detailed = wantsDetail?(startMono) ?? true
         // Made in place in the array: built in a local and appended, it was copied (a retain
         // of every field) and the local destroyed.
-        streams.append(H2Stream(id: id, ex: HTTPExchange(index: requestCount, method: "", path: "", version: "HTTP/2")))
+        streams.append(H2Stream(id: id, index: requestCount))
         let i = streams.count - 1
-        streams[i].ex.detailed = detailed
-        if detailed { streams[i].ex.headers.reserveCapacity(4) }
-        streams[i].ex.requestStart = startMono
-        var d = HTTP2Details(streamId: id)
-        d.pushed = pushed
-        streams[i].ex.http2 = d
+        streams[i].requestStart = startMono
+        streams[i].pushed = pushed
+        streams[i].detailed = detailed
+        if detailed {
+            var e = HTTPExchange(index: requestCount, method: "", path: "", version: "HTTP/2")
+            e.headers.reserveCapacity(4)
+            e.http2 = HTTP2Details(streamId: id)
+            streams[i].detail = H2Detail(e)
+        }
         requestCount += 1
         return i
     }
@@ -129,6 +208,50 @@ struct H2Shared {
 
 enum H2BlockKind: UInt8 {
     case none, request, requestTrailers, response, responseTrailers, push, ignore
+}
+
+/// What a request or response block did to a fresh stream (field() on its fields): the same
+/// block again does the same, without its fields being given.
+struct H2BlockEffect {
+    var kind = H2BlockKind.none
+    var serial = -1               // HPACKDecoder.blockSerial of the block
+    var method = ""
+    var host: String?
+    var isConnect = false
+    var grpc = false
+    var status = 0
+
+    init() {}
+
+    init(_ kind: H2BlockKind, _ serial: Int, _ st: H2Stream, status: Int) {
+        self.kind = kind
+        self.serial = serial
+        method = st.method
+        host = st.host
+        isConnect = st.isConnect
+        grpc = st.grpc
+        self.status = status
+    }
+
+    /// Nothing set yet that the block's fields set: what they do is all of it.
+    static func fresh(_ kind: H2BlockKind, _ st: H2Stream) -> Bool {
+        switch kind {
+        case .request: return st.method.isEmpty && st.host == nil && !st.isConnect && !st.grpc
+        case .response: return !st.grpc
+        default: return false
+        }
+    }
+
+    func apply(to st: inout H2Stream, status blockStatus: inout Int) {
+        if kind == .request {
+            st.method = method
+            st.host = host
+            st.isConnect = isConnect
+        } else {
+            blockStatus = status
+        }
+        st.grpc = grpc
+    }
 }
 
 enum H2Phase: UInt8 {
@@ -180,6 +303,7 @@ struct H2Dir {
     var dataStart: UInt64 = 0
     var counting = false          // gRPC prefixes are looked for in this frame
     var idx = -1                  // cached index of streamId in H2Shared.streams (check the id)
+    var effect = H2BlockEffect()  // what the last remembered block did to a fresh stream
 
     init(fromClient: Bool) {
         self.fromClient = fromClient
@@ -228,15 +352,15 @@ struct H2Dir {
                     skipEnd = frameEnd
                     continue
                 }
-                guard let i = streamIndex(&s) else { counting = false; continue }
-                let c = fromClient ? s.streams[i].requestCount : s.streams[i].responseCount
+                guard let i = streamIndex(&s), let d = s.streams[i].detail else { counting = false; continue }
+                let c = fromClient ? d.requestCount : d.responseCount
                 if c.lost { counting = false; continue }
                 if c.left > 0 {
                     // Inside a message: skip to its end (or the data's).
                     let target = min(dataEnd, pos + c.left)
                     let reach = min(target, ioEnd)
                     if reach <= pos { return }
-                    if fromClient { s.streams[i].requestCount.left -= reach - pos } else { s.streams[i].responseCount.left -= reach - pos }
+                    if fromClient { d.requestCount.left -= reach - pos } else { d.responseCount.left -= reach - pos }
                     pos = reach
                     if pos < target { return }
                     continue
@@ -244,7 +368,7 @@ struct H2Dir {
                 // The next prefix byte: optional.
                 if pos >= capEnd || offset > pos || p == nil {
                     if pos >= capEnd && ioEnd <= pos { return }   // not moved yet
-                    if fromClient { s.streams[i].requestCount.lost = true } else { s.streams[i].responseCount.lost = true }
+                    if fromClient { d.requestCount.lost = true } else { d.responseCount.lost = true }
                     counting = false
                     continue
                 }
@@ -268,7 +392,7 @@ struct H2Dir {
                     }
                 }
                 pos = offset + UInt64(k)
-                if fromClient { s.streams[i].requestCount = cc } else { s.streams[i].responseCount = cc }
+                if fromClient { d.requestCount = cc } else { d.responseCount = cc }
             default:
                 if pos >= capEnd {
                     // Nothing captured at or after pos; if the call moved bytes there, they are lost.
@@ -491,8 +615,9 @@ struct H2Dir {
         dataStart = pos
         dataEnd = frameEnd - padLength
         counting = false
-        if let i = streamIndex(&s), s.streams[i].grpc {
-            let c = fromClient ? s.streams[i].requestCount : s.streams[i].responseCount
+        // (Messages are counted for a record only.)
+        if let i = streamIndex(&s), s.streams[i].grpc, let d = s.streams[i].detail {
+            let c = fromClient ? d.requestCount : d.responseCount
             counting = !c.lost
         }
         phase = .data
@@ -506,9 +631,9 @@ struct H2Dir {
             guard let i = streamIndex(&s) else { return }
             let bytes = dataEnd - dataStart
             if fromClient {
-                s.streams[i].ex.requestBodyBytes &+= bytes
+                s.streams[i].requestBodyBytes &+= bytes
             } else {
-                s.streams[i].ex.responseBodyBytes &+= bytes
+                s.streams[i].responseBodyBytes &+= bytes
             }
             if flags & H2Dir.endStream != 0 { sideEnded(i, mono, &s) }
         case H2Dir.headers, H2Dir.continuation, H2Dir.pushPromise:
@@ -523,11 +648,11 @@ struct H2Dir {
             let code = UInt32(truncatingIfNeeded: fix)
             if code == 0 && s.streams[i].responseDone {
                 // NO_ERROR after the whole response: the request was not needed any more.
-                s.streams[i].ex.complete = s.streams[i].ex.error == nil
+                s.streams[i].complete = s.streams[i].error == nil
             } else {
-                s.streams[i].ex.error = "rst_stream:" + HTTP2ErrorCode.name(code)
-                s.streams[i].ex.complete = false
-                s.streams[i].ex.http2?.resetBy = side
+                s.streams[i].error = .rstStream(code)
+                s.streams[i].complete = false
+                s.streams[i].resetByClient = fromClient
             }
             s.emit(i)
             idx = -1
@@ -539,15 +664,15 @@ struct H2Dir {
     private mutating func sideEnded(_ i: Int, _ mono: UInt64, _ s: inout H2Shared) {
         if fromClient {
             s.streams[i].requestDone = true
-            s.streams[i].ex.requestEnd = mono
+            s.streams[i].requestEnd = mono
         } else {
             s.streams[i].responseDone = true
-            s.streams[i].ex.responseEnd = mono
-            s.streams[i].ex.complete = s.streams[i].ex.error == nil
-            if s.streams[i].ex.status == nil {
+            s.streams[i].responseEnd = mono
+            s.streams[i].complete = s.streams[i].error == nil
+            if s.streams[i].status == nil {
                 // END_STREAM before a final response: cut short.
-                s.streams[i].ex.complete = false
-                s.streams[i].ex.error = s.streams[i].ex.error ?? "incomplete"
+                s.streams[i].complete = false
+                s.streams[i].error = s.streams[i].error ?? .incomplete
             }
         }
         s.maybeComplete(i)
@@ -562,8 +687,8 @@ struct H2Dir {
         while i < s.streams.count {
             let id = s.streams[i].id
             if id > last, (id & 1 == 1) == receiverOpensOdd {
-                s.streams[i].ex.error = s.streams[i].ex.error ?? ("goaway:" + HTTP2ErrorCode.name(code))
-                s.streams[i].ex.complete = false
+                s.streams[i].error = s.streams[i].error ?? .goaway(code)
+                s.streams[i].complete = false
                 s.emit(i)
             } else {
                 i += 1
@@ -578,8 +703,8 @@ struct H2Dir {
         let bytes = 9 + UInt64(length)
         guard block != .ignore, block != .none, let i = s.find(blockStream) else { return }
         switch block {
-        case .request, .requestTrailers, .push: s.streams[i].ex.requestHeaderBytes &+= bytes
-        default: s.streams[i].ex.responseHeaderBytes &+= bytes
+        case .request, .requestTrailers, .push: s.streams[i].requestHeaderBytes &+= bytes
+        default: s.streams[i].responseHeaderBytes &+= bytes
         }
     }
 
@@ -593,7 +718,7 @@ struct H2Dir {
         if fromClient {
             if let i = s.find(streamId) {
                 block = s.streams[i].requestHeaders ? .requestTrailers : .request
-                if block == .request { s.streams[i].ex.requestStart = hdrMono }
+                if block == .request { s.streams[i].requestStart = hdrMono }
             } else if streamId & 1 == 1, streamId > s.lastClientStream {
                 s.lastClientStream = streamId
                 block = s.newStream(id: streamId, startMono: hdrMono, pushed: false) != nil ? .request : .ignore
@@ -606,7 +731,7 @@ struct H2Dir {
                     block = .responseTrailers
                 } else {
                     block = .response
-                    if s.streams[i].ex.responseStart == nil { s.streams[i].ex.responseStart = hdrMono }
+                    if s.streams[i].responseStart == nil { s.streams[i].responseStart = hdrMono }
                 }
             } else {
                 block = .ignore
@@ -652,8 +777,19 @@ struct H2Dir {
         let ok: Bool
         if final, blockBytes == n, let q, n > 0 {
             // The whole block at once (the usual case): the fast path skips unread fields.
-            ok = decoder.decodeBlock(q, n) { name, value in
+            // A fresh counted stream given the same bytes as the block before gets what that
+            // block did (its fields are not given again); nobody reads an ignored block's.
+            let fresh = target >= 0 && H2BlockEffect.fresh(kind, s.streams[target])
+            let reuse = fresh && !s.streams[target].detailed && effect.kind == kind && effect.serial == decoder.blockSerial
+            ok = decoder.decodeBlock(q, n, fieldsOfRepeat: target >= 0 && !reuse) { name, value in
                 if target >= 0 { field(kind, target, name, value, &s) }
+            }
+            if ok && fresh {
+                if reuse && decoder.repeated {
+                    effect.apply(to: &s.streams[target], status: &blockStatus)
+                } else if decoder.remembered {
+                    effect = H2BlockEffect(kind, decoder.blockSerial, s.streams[target], status: blockStatus)
+                }
             }
         } else {
             ok = decoder.decode(q, n, final: final) { name, value in
@@ -673,7 +809,7 @@ struct H2Dir {
                                 _ value: UnsafeBufferPointer<UInt8>, _ s: inout H2Shared) {
         let n = name.count
         guard n > 0, let np = name.baseAddress else { return }
-        let detailed = s.streams[i].ex.detailed
+        let detailed = s.streams[i].detailed
         @inline(__always) func str() -> String { String(decoding: value, as: UTF8.self) }
         switch kind {
         case .request, .push:
@@ -681,18 +817,18 @@ struct H2Dir {
                 switch n {
                 case 7:
                     if H2Names.equals(np, ":method") {
-                        s.streams[i].ex.method = s.lastMethod.text(value)
-                        if value.count == 7, let v = value.baseAddress, H2Names.equals(v, "CONNECT") { s.streams[i].ex.isConnect = true }
+                        s.streams[i].method = s.lastMethod.text(value)
+                        if value.count == 7, let v = value.baseAddress, H2Names.equals(v, "CONNECT") { s.streams[i].isConnect = true }
                     }
                 case 5:
                     if H2Names.equals(np, ":path"), value.count > 0 {
-                        if detailed { s.streams[i].ex.path = HTTP1Syntax.redactTarget(value, s.redaction, isConnect: false).0 }
+                        if detailed { s.streams[i].detail?.ex.path = HTTP1Syntax.redactTarget(value, s.redaction, isConnect: false).0 }
                     }
                 case 10:
                     if H2Names.equals(np, ":authority") {
                         let v = s.lastAuthority.text(value)
-                        s.streams[i].ex.host = v
-                        if detailed { s.streams[i].ex.headers.append(("request.host", v)) }
+                        s.streams[i].host = v
+                        if detailed { s.streams[i].detail?.ex.headers.append(("request.host", v)) }
                     }
                 default:
                     break
@@ -701,20 +837,20 @@ struct H2Dir {
             }
             switch n {
             case 4:
-                if H2Names.equals(np, "host"), s.streams[i].ex.host == nil {
+                if H2Names.equals(np, "host"), s.streams[i].host == nil {
                     let v = str()
-                    s.streams[i].ex.host = v
-                    if detailed { s.streams[i].ex.headers.append(("request.host", v)) }
+                    s.streams[i].host = v
+                    if detailed { s.streams[i].detail?.ex.headers.append(("request.host", v)) }
                 }
             case 10:
-                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].ex.headers.append(("request.user-agent", str())) }
+                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].detail?.ex.headers.append(("request.user-agent", str())) }
             case 12:
                 if H2Names.equals(np, "content-type") {
                     if H2Names.isGRPC(value) { s.streams[i].grpc = true }
-                    if detailed { s.streams[i].ex.headers.append(("request.content-type", str())) }
+                    if detailed { s.streams[i].detail?.ex.headers.append(("request.content-type", str())) }
                 }
             case 14:
-                if detailed, H2Names.equals(np, "content-length") { s.streams[i].ex.headers.append(("request.content-length", str())) }
+                if detailed, H2Names.equals(np, "content-length") { s.streams[i].detail?.ex.headers.append(("request.content-length", str())) }
             default:
                 break
             }
@@ -725,24 +861,24 @@ struct H2Dir {
             }
             switch n {
             case 10:
-                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].ex.headers.append(("response.user-agent", str())) }
+                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].detail?.ex.headers.append(("response.user-agent", str())) }
             case 11:
                 if H2Names.equals(np, "grpc-status") {
                     grpcDetails(i, &s)
-                    if s.streams[i].ex.http2?.grpc != nil { s.streams[i].ex.http2!.grpc!.status = H2Names.decimal(value) }
+                    if let d = s.streams[i].detail, d.ex.http2?.grpc != nil { d.ex.http2!.grpc!.status = H2Names.decimal(value) }
                 }
             case 12:
                 if H2Names.equals(np, "content-type") {
                     if H2Names.isGRPC(value) { s.streams[i].grpc = true }
-                    if detailed { s.streams[i].ex.headers.append(("response.content-type", str())) }
+                    if detailed { s.streams[i].detail?.ex.headers.append(("response.content-type", str())) }
                 } else if H2Names.equals(np, "grpc-message") {
                     grpcDetails(i, &s)
-                    if s.streams[i].ex.http2?.grpc != nil {
-                        s.streams[i].ex.http2!.grpc!.message = value.isEmpty ? "" : s.redaction.query ? "REDACTED" : str()
+                    if let d = s.streams[i].detail, d.ex.http2?.grpc != nil {
+                        d.ex.http2!.grpc!.message = value.isEmpty ? "" : s.redaction.query ? "REDACTED" : str()
                     }
                 }
             case 14:
-                if detailed, H2Names.equals(np, "content-length") { s.streams[i].ex.headers.append(("response.content-length", str())) }
+                if detailed, H2Names.equals(np, "content-length") { s.streams[i].detail?.ex.headers.append(("response.content-length", str())) }
             default:
                 break
             }
@@ -753,10 +889,11 @@ struct H2Dir {
 
     /// The gRPC details of stream i, created on first need (detailed exchanges only).
     private func grpcDetails(_ i: Int, _ s: inout H2Shared) {
-        guard s.streams[i].ex.detailed, s.streams[i].ex.http2?.grpc == nil else { return }
+        guard s.streams[i].detailed, let d = s.streams[i].detail, d.ex.http2?.grpc == nil else { return }
         var g = GRPCDetails()
-        (g.service, g.method) = H2Names.grpcNames(s.streams[i].ex.path)
-        s.streams[i].ex.http2!.grpc = g
+        (g.service, g.method) = H2Names.grpcNames(d.ex.path)
+        if d.ex.http2 == nil { d.ex.http2 = HTTP2Details(streamId: s.streams[i].id) }
+        d.ex.http2!.grpc = g
         s.streams[i].grpc = true
     }
 
@@ -770,34 +907,33 @@ struct H2Dir {
         case .request:
             s.streams[i].requestHeaders = true
             if s.streams[i].grpc { grpcDetails(i, &s) }
-            if s.streams[i].ex.isConnect && s.streams[i].ex.path.isEmpty && s.streams[i].ex.detailed {
-                s.streams[i].ex.path = s.streams[i].ex.host ?? ""
+            if s.streams[i].isConnect && s.streams[i].detailed, let d = s.streams[i].detail, d.ex.path.isEmpty {
+                d.ex.path = s.streams[i].host ?? ""
             }
             if blockEndStream {
                 s.streams[i].requestDone = true
-                s.streams[i].ex.requestEnd = mono
+                s.streams[i].requestEnd = mono
                 s.maybeComplete(i)
             }
         case .requestTrailers:
             if blockEndStream {
                 s.streams[i].requestDone = true
-                s.streams[i].ex.requestEnd = mono
+                s.streams[i].requestEnd = mono
                 s.maybeComplete(i)
             }
         case .push:
             s.streams[i].requestHeaders = true
             s.streams[i].requestDone = true
-            s.streams[i].ex.requestEnd = mono
-            s.streams[i].ex.requestStart = mono
+            s.streams[i].requestEnd = mono
+            s.streams[i].requestStart = mono
             if s.streams[i].grpc { grpcDetails(i, &s) }
         case .response:
             let status = blockStatus
             if status >= 100 && status < 200 {
-                s.streams[i].ex.interim += 1
+                s.streams[i].interim += 1
             } else {
                 s.streams[i].responseFinal = true
-                s.streams[i].ex.status = status > 0 ? status : nil
-                s.streams[i].ex.responseVersion = "HTTP/2"
+                s.streams[i].status = status > 0 ? status : nil
                 if s.streams[i].grpc { grpcDetails(i, &s) }
             }
             if blockEndStream { sideEnded(i, mono, &s) }
@@ -831,11 +967,22 @@ struct H2Core {
         e.index = 0
         e.version = "HTTP/2"
         e.http2 = HTTP2Details(streamId: 1)
-        e.status = nil
-        e.complete = false
         e.upgraded = false
-        e.error = nil
-        var st = H2Stream(id: 1, ex: e)
+        var st = H2Stream(id: 1, index: 0)
+        st.method = e.method
+        st.host = e.host
+        st.interim = e.interim
+        st.requestStart = e.requestStart
+        st.requestEnd = e.requestEnd
+        st.responseStart = e.responseStart
+        st.responseEnd = e.responseEnd
+        st.requestHeaderBytes = e.requestHeaderBytes
+        st.requestBodyBytes = e.requestBodyBytes
+        st.responseHeaderBytes = e.responseHeaderBytes
+        st.responseBodyBytes = e.responseBodyBytes
+        st.detailed = e.detailed
+        st.isConnect = e.isConnect
+        st.detail = H2Detail(e)   // its path, headers and response version
         st.requestHeaders = true
         st.requestDone = true
         sh.streams.append(st)
@@ -857,8 +1004,8 @@ struct H2Core {
         let d = fromClient(dir) ? client : server
         if d.phase == .data && d.counting {
             // A gRPC stream's DATA: its next message prefix, or the frame's last byte.
-            if let i = sh.find(d.streamId) {
-                let c = d.fromClient ? sh.streams[i].requestCount : sh.streams[i].responseCount
+            if let i = sh.find(d.streamId), let detail = sh.streams[i].detail {
+                let c = d.fromClient ? detail.requestCount : detail.responseCount
                 if !c.lost {
                     let next = c.left > 0 ? d.pos + c.left : d.pos
                     if next < d.dataEnd { return next }
@@ -876,15 +1023,15 @@ struct H2Core {
             if client.prefaceHave > 0 { sh.failure = "incomplete" }
             return
         }
-        let cut = sh.goaway.map { $0.code != 0 ? "goaway:" + HTTP2ErrorCode.name($0.code) : "incomplete" } ?? "incomplete"
+        let cut: H2StreamError = sh.goaway.map { $0.code != 0 ? .goaway($0.code) : .incomplete } ?? .incomplete
         for i in sh.streams.indices {
             if sh.streams[i].responseDone {
                 continue
             }
-            sh.streams[i].ex.complete = false
-            sh.streams[i].ex.error = sh.streams[i].ex.error ?? cut
+            sh.streams[i].complete = false
+            sh.streams[i].error = sh.streams[i].error ?? cut
         }
-        sh.streams.sort { $0.ex.index < $1.ex.index }
+        sh.streams.sort { $0.index < $1.index }
         while !sh.streams.isEmpty { sh.emit(0) }
         sh.state = .closed
     }

@@ -619,6 +619,64 @@ final class HTTP2Tests: XCTestCase {
                        + #""request_messages":0,"response_messages":0},"http_version":"HTTP/2"}"#)
     }
 
+    /// Blocks written by hand (static indexes and literals that do not index) so that the
+    /// same request or response comes again byte for byte, interleaved with other ones: a
+    /// counted stream given a repeat gets what the first one did without its fields (see
+    /// H2BlockEffect), and must equal the same stream decoded with every field.
+    func testRepeatedBlocksOnCountedStreams() throws {
+        _ = try library()
+        func literal(_ index: UInt8, _ value: String) -> [UInt8] { [index, UInt8(value.utf8.count)] + Array(value.utf8) }
+        let get = [0x82, 0x87, 0x84] + literal(1, "a.test")                           // GET https / a.test
+        let other = [0x82, 0x87, 0x84] + literal(1, "b.test") + [0x0f, 0x2b, 3] + Array("x/1".utf8)   // user-agent (58 = 15 + 43)
+        let connect = literal(2, "CONNECT") + literal(1, "tunnel:443")
+        let grpcCall = [0x83, 0x86] + literal(4, "/p.S/M") + literal(1, "g") + [0x0f, 0x10, 16] + Array("application/grpc".utf8)   // content-type (31)
+        let ok: [UInt8] = [0x88], missing: [UInt8] = [0x8d], failed: [UInt8] = [0x8e]
+        let typed = [0x8d, 0x0f, 0x10, 9] + Array("text/html".utf8)
+        let requests = [get, get, get, other, get, get, connect, connect, grpcCall, grpcCall, get, other, other]
+        let responses = [ok, ok, missing, missing, ok, failed, ok, ok, typed, typed, typed, ok, ok]
+        let sc = H2Script(try library())
+        for (k, (req, resp)) in zip(requests, responses).enumerated() {
+            let id = UInt32(2 * k + 1)
+            sc.call(fromClient: true, H2Script.frame(1, 5, id, req), mono: UInt64(100 + 10 * k))
+            sc.call(fromClient: false, H2Script.frame(1, 4, id, resp) + H2Script.data(stream: id, [1, 2, 3], endStream: true),
+                    mono: UInt64(105 + 10 * k))
+        }
+        func decode(_ detail: @escaping (Int) -> Bool) -> [HTTPExchange] {
+            var asked = -1
+            let c = HTTP2Connection(role: .server)
+            c.wantsDetail = { _ in asked += 1; return detail(asked) }
+            var out: [HTTPExchange] = []
+            for call in sc.calls {
+                let bytes = call.fromClient ? sc.client : sc.server
+                c.feed(call.fromClient ? .in : .out, offset: UInt64(call.start), bytes: Array(bytes[call.start..<call.end]), mono: call.mono)
+                c.drainCompleted { out.append($0) }
+            }
+            XCTAssertNil(c.failure)
+            return out
+        }
+        func counted(_ e: HTTPExchange) -> String {
+            var e = e
+            e.path = ""
+            e.headers = []
+            e.http2?.grpc = nil
+            return describeH2(e)
+        }
+        let every = decode { _ in true }
+        XCTAssertEqual(every.count, requests.count)
+        XCTAssertEqual(every.map { $0.method }, ["GET", "GET", "GET", "GET", "GET", "GET", "CONNECT", "CONNECT", "POST", "POST", "GET", "GET", "GET"])
+        XCTAssertEqual(every.map { $0.host ?? "-" }, ["a.test", "a.test", "a.test", "b.test", "a.test", "a.test", "tunnel:443", "tunnel:443",
+                                                     "g", "g", "a.test", "b.test", "b.test"])
+        XCTAssertEqual(every.map { $0.status ?? 0 }, [200, 200, 404, 404, 200, 500, 200, 200, 404, 404, 404, 200, 200])
+        XCTAssertNotNil(every[8].http2?.grpc, "the gRPC call is recognized")
+        for pattern in [{ (_: Int) in false }, { $0 % 3 == 1 }, { $0 == 4 || $0 == 9 }] {
+            let some = decode(pattern)
+            XCTAssertEqual(some.map(counted), every.map(counted))
+            for (k, e) in some.enumerated() where pattern(k) {
+                XCTAssertEqual(describeH2(e), describeH2(every[k]), "detailed stream \(k)")
+            }
+        }
+    }
+
     func testUpgradeFromHTTP1() throws {
         let lib = try library()
         var up = HTTPExchange.make(method: "GET", path: "/u", host: "h2c.local")
