@@ -142,12 +142,10 @@ struct H2Shared {
     var lastMethod = RecentText(), lastAuthority = RecentText()
 
     func find(_ id: UInt32) -> Int? {
-        var i = streams.count - 1
-        while i >= 0 {
-            if streams[i].id == id { return i }
-            i -= 1
+        streams.withUnsafeBufferPointer { b in
+            for i in 0..<b.count where b[i].id == id { return i }
+            return nil
         }
-        return nil
     }
 
     /// The decoder stops: open streams are output, with error "desync" for a capture gap and
@@ -178,11 +176,8 @@ struct H2Shared {
     }
 
     mutating func emit(_ i: Int) {
-        // (Order among open streams does not matter: find scans them all, finish sorts.)
-        let last = streams.count - 1
-        // The buffer's swapAt moves the two streams; the array's copies them (retain, release).
-        if i != last { streams.withUnsafeMutableBufferPointer { $0.swapAt(i, last) } }
-        completed.append(streams.removeLast())
+        // In the order they opened: a server answers the oldest first, find meets it first.
+        completed.append(streams.remove(at: i))
     }
 
     mutating func newStream(id: UInt32, startMono: UInt64, pushed: Bool) -> Int? {
@@ -221,36 +216,35 @@ struct H2BlockEffect {
     var grpc = false
     var status = 0
 
-    init() {}
+}
 
-    init(_ kind: H2BlockKind, _ serial: Int, _ st: H2Stream, status: Int) {
-        self.kind = kind
-        self.serial = serial
-        method = st.method
-        host = st.host
-        isConnect = st.isConnect
-        grpc = st.grpc
-        self.status = status
-    }
-
-    /// Nothing set yet that the block's fields set: what they do is all of it.
-    static func fresh(_ kind: H2BlockKind, _ st: H2Stream) -> Bool {
+// (Methods of the stream, called on it in place in the array: passed as an argument, it was
+// copied.)
+extension H2Stream {
+    /// Nothing set yet that a block's fields set: what they do is all of it.
+    func fresh(for kind: H2BlockKind) -> Bool {
         switch kind {
-        case .request: return st.method.isEmpty && st.host == nil && !st.isConnect && !st.grpc
-        case .response: return !st.grpc
+        case .request: return method.isEmpty && host == nil && !isConnect && !grpc
+        case .response: return !grpc
         default: return false
         }
     }
 
-    func apply(to st: inout H2Stream, status blockStatus: inout Int) {
-        if kind == .request {
-            st.method = method
-            st.host = host
-            st.isConnect = isConnect
-        } else {
-            blockStatus = status
+    /// What the block did to this fresh stream, into `e`.
+    func give(_ e: inout H2BlockEffect) {
+        e.method = method
+        e.host = host
+        e.isConnect = isConnect
+        e.grpc = grpc
+    }
+
+    mutating func take(_ e: H2BlockEffect) {
+        if e.kind == .request {
+            method = e.method
+            host = e.host
+            isConnect = e.isConnect
         }
-        st.grpc = grpc
+        grpc = e.grpc
     }
 }
 
@@ -303,7 +297,10 @@ struct H2Dir {
     var dataStart: UInt64 = 0
     var counting = false          // gRPC prefixes are looked for in this frame
     var idx = -1                  // cached index of streamId in H2Shared.streams (check the id)
+    var blockIdx = -1             // the same for blockStream
     var effect = H2BlockEffect()  // what the last remembered block did to a fresh stream
+    // This direction's HPACK decoder, H2Shared.hpack's: not retained for each block.
+    var decoderRef: Unmanaged<HPACKDecoder>?
 
     init(fromClient: Bool) {
         self.fromClient = fromClient
@@ -324,6 +321,12 @@ struct H2Dir {
         default:
             return pos
         }
+    }
+
+    mutating func blockStreamIndex(_ s: inout H2Shared) -> Int? {
+        if blockIdx >= 0, blockIdx < s.streams.count, s.streams[blockIdx].id == blockStream { return blockIdx }
+        blockIdx = s.find(blockStream) ?? -1
+        return blockIdx >= 0 ? blockIdx : nil
     }
 
     mutating func streamIndex(_ s: inout H2Shared) -> Int? {
@@ -701,7 +704,7 @@ struct H2Dir {
 
     private mutating func countHeaderBytes(_ s: inout H2Shared) {
         let bytes = 9 + UInt64(length)
-        guard block != .ignore, block != .none, let i = s.find(blockStream) else { return }
+        guard block != .ignore, block != .none, let i = blockStreamIndex(&s) else { return }
         switch block {
         case .request, .requestTrailers, .push: s.streams[i].requestHeaderBytes &+= bytes
         default: s.streams[i].responseHeaderBytes &+= bytes
@@ -716,17 +719,23 @@ struct H2Dir {
         blockEndStream = flags & H2Dir.endStream != 0
         blockStatus = 0
         if fromClient {
-            if let i = s.find(streamId) {
+            if streamId & 1 == 1, streamId > s.lastClientStream {
+                // A new stream (every stream open has an id not above it: no search).
+                s.lastClientStream = streamId
+                if let i = s.newStream(id: streamId, startMono: hdrMono, pushed: false) {
+                    block = .request
+                    blockIdx = i
+                } else {
+                    block = .ignore
+                }
+            } else if let i = blockStreamIndex(&s) {
                 block = s.streams[i].requestHeaders ? .requestTrailers : .request
                 if block == .request { s.streams[i].requestStart = hdrMono }
-            } else if streamId & 1 == 1, streamId > s.lastClientStream {
-                s.lastClientStream = streamId
-                block = s.newStream(id: streamId, startMono: hdrMono, pushed: false) != nil ? .request : .ignore
             } else {
                 block = .ignore   // a closed stream: decoded for the dynamic table only
             }
         } else {
-            if let i = s.find(streamId) {
+            if let i = blockStreamIndex(&s) {
                 if s.streams[i].responseFinal {
                     block = .responseTrailers
                 } else {
@@ -762,45 +771,54 @@ struct H2Dir {
     private mutating func blockFragment(_ q: UnsafePointer<UInt8>?, _ n: Int, _ mono: UInt64, _ s: inout H2Shared) {
         blockBytes += n
         if blockBytes > s.maxHeaderBlockBytes { s.fail("header_block_too_large"); return }
-        let dirIndex = fromClient ? 0 : 1
-        if s.hpack[dirIndex] == nil {
+        if decoderRef == nil {
+            let dirIndex = fromClient ? 0 : 1
             guard let lib = s.library else { s.fail("no_nghttp2"); return }
             guard let d = HPACKDecoder(lib) else { s.fail("hpack"); return }
             d.allowTableSize(s.tableSize[dirIndex])
-            s.hpack[dirIndex] = d
+            s.hpack[dirIndex] = d   // (which keeps it)
+            decoderRef = .passUnretained(d)
         }
         let final = flags & H2Dir.endHeaders != 0 && pos + UInt64(n) == blockEnd
-        let decoder = s.hpack[dirIndex]!
-        let kind = block
-        var target = -1
-        if kind != .ignore && kind != .none { target = s.find(blockStream) ?? -1 }
-        let ok: Bool
-        if final, blockBytes == n, let q, n > 0 {
-            // The whole block at once (the usual case): the fast path skips unread fields.
-            // A fresh counted stream given the same bytes as the block before gets what that
-            // block did (its fields are not given again); nobody reads an ignored block's.
-            let fresh = target >= 0 && H2BlockEffect.fresh(kind, s.streams[target])
-            let reuse = fresh && !s.streams[target].detailed && effect.kind == kind && effect.serial == decoder.blockSerial
-            ok = decoder.decodeBlock(q, n, fieldsOfRepeat: target >= 0 && !reuse) { name, value in
-                if target >= 0 { field(kind, target, name, value, &s) }
-            }
-            if ok && fresh {
-                if reuse && decoder.repeated {
-                    effect.apply(to: &s.streams[target], status: &blockStatus)
-                } else if decoder.remembered {
-                    effect = H2BlockEffect(kind, decoder.blockSerial, s.streams[target], status: blockStatus)
-                }
-            }
-        } else {
-            ok = decoder.decode(q, n, final: final) { name, value in
-                if target >= 0 { field(kind, target, name, value, &s) }
-            }
-        }
+        let ok = decoderRef!._withUnsafeGuaranteedRef { decode($0, q, n, final: final, &s) }
         if !ok { s.fail("hpack"); return }
         pos += UInt64(n)
         if pos == blockEnd {
             if frameEnd > blockEnd { startSkip(frameEnd, mono, &s) } else { frameDone(mono, &s) }
         }
+    }
+
+    /// The fragment's fields, by `decoder` (this direction's).
+    private mutating func decode(_ decoder: HPACKDecoder, _ q: UnsafePointer<UInt8>?, _ n: Int, final: Bool,
+                                 _ s: inout H2Shared) -> Bool {
+        let kind = block
+        var target = -1
+        if kind != .ignore && kind != .none { target = blockStreamIndex(&s) ?? -1 }
+        guard final, blockBytes == n, let q, n > 0 else {
+            return decoder.decode(q, n, final: final) { name, value in
+                if target >= 0 { field(kind, target, name, value, &s) }
+            }
+        }
+        // The whole block at once (the usual case): the fast path skips unread fields. A fresh
+        // counted stream given the same bytes as the block before gets what that block did (its
+        // fields are not given again); nobody reads an ignored block's.
+        let fresh = target >= 0 && s.streams[target].fresh(for: kind)
+        let reuse = fresh && !s.streams[target].detailed && effect.kind == kind && effect.serial == decoder.blockSerial
+        let ok = decoder.decodeBlock(q, n, fieldsOfRepeat: target >= 0 && !reuse) { name, value in
+            if target >= 0 { field(kind, target, name, value, &s) }
+        }
+        if ok && fresh {
+            if reuse && decoder.repeated {
+                s.streams[target].take(effect)
+                if kind == .response { blockStatus = effect.status }
+            } else if decoder.remembered {
+                effect.kind = kind
+                effect.serial = decoder.blockSerial
+                effect.status = blockStatus
+                s.streams[target].give(&effect)
+            }
+        }
+        return ok
     }
 
     /// One decoded header field of the current block, for stream index i. The names read here
@@ -901,7 +919,7 @@ struct H2Dir {
     private mutating func blockDone(_ mono: UInt64, _ s: inout H2Shared) {
         let kind = block
         block = .none
-        guard kind != .ignore, kind != .none, let i = s.find(blockStream) else { return }
+        guard kind != .ignore, kind != .none, let i = blockStreamIndex(&s) else { return }
         idx = -1
         switch kind {
         case .request:
