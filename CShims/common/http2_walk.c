@@ -47,7 +47,12 @@ void wj_h2_walk_call(wj_h2_walk *w, int dir, const struct iovec *iov, int iovcnt
         uint64_t at = d->next + d->have;
         if (at < start) return;   // bytes moved unseen: the decoder sees the gap and says so
         uint64_t k = min64(9 - d->have, end - at);
-        wj_iov_copy(d->hdr + d->have, iov, iovcnt, at - start, k);
+        const uint8_t *h = d->hdr;
+        if (d->have == 0 && k == 9 && iovcnt >= 1 && at - start + 9 <= iov[0].iov_len) {
+            h = (const uint8_t *)iov[0].iov_base + (at - start);   // whole in the first buffer: read in place
+        } else {
+            wj_iov_copy(d->hdr + d->have, iov, iovcnt, at - start, k);
+        }
         d->have += (uint8_t)k;
         // the frame header itself, and the payload bytes needed in this call, in one range
         uint64_t payload = d->next + 9;
@@ -55,7 +60,6 @@ void wj_h2_walk_call(wj_h2_walk *w, int dir, const struct iovec *iov, int iovcnt
             take(ctx, at, at + k);
             break;
         }
-        const uint8_t *h = d->hdr;
         uint64_t len = (uint64_t)h[0] << 16 | (uint64_t)h[1] << 8 | h[2], need;
         switch (h[3]) {
         case 0: need = (h[4] & 0x8 ? 1 : 0) + 5; break;   // DATA: pad length, a gRPC prefix

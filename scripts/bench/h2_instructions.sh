@@ -8,8 +8,11 @@
 # counted in http_summary, as nearly all are at a real server's rate; under cachegrind the
 # default budget makes a third of the measured streams full records); prints instructions per request and what wedjat adds
 # (target: <= +25% with HTTP/2 decoding), and what the default run logged.
-#   scripts/bench/h2_instructions.sh LIBDIR [--cache-sim]
+#   scripts/bench/h2_instructions.sh LIBDIR [--cache-sim] [--rounds N]
 #   scripts/bench/h2_instructions.sh --decoder
+# --rounds N (default 3): the four configurations N times, interleaved; each printed figure is
+# the median of its N series, with their range: one series moves by up to 500 instructions a
+# request with h2load's batching (how many requests one TLS record carries).
 # --decoder: the aggregator's HTTP/2 decoder alone, deterministic (no TLS, no scheduling):
 # `wedjat-http-bench --h2` (release, built into a temp dir) under cachegrind, 10,000 nginx-like
 # exchanges decoded in one round and in three, the difference per exchange decoded (building
@@ -19,7 +22,7 @@
 # (To be folded into scripts/bench/http_instructions.sh as `--only h2`.)
 # Talks only to 127.0.0.1; every server it starts is stopped by its PID.
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim] | --decoder" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 LIBDIR [--cache-sim] [--rounds N] | --decoder" >&2; exit 2; }
 if [ "$1" = --decoder ]; then
     command -v valgrind >/dev/null || { echo "needs valgrind (scripts/deps.sh)" >&2; exit 2; }
     root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,7 +45,16 @@ if [ "$1" = --decoder ]; then
 fi
 lib=$(cd "$1" && pwd)/libwedjat.so
 cache_sim=no
-[ "${2:-}" = --cache-sim ] && cache_sim=yes
+rounds=3
+shift
+while [ $# -gt 0 ]; do
+    case $1 in
+        --cache-sim) cache_sim=yes ;;
+        --rounds) rounds=$2; shift ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
 [ -f "$lib" ] || { echo "no $lib" >&2; exit 2; }
 for t in valgrind nginx h2load openssl; do
     command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] || { echo "needs $t (scripts/deps.sh)" >&2; exit 2; }
@@ -112,31 +124,35 @@ CONF
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); cachegrind $(valgrind --version); cache-sim $cache_sim"
 units=10000
-for cfg in plain http0 default counted; do
-    envs=()
-    case $cfg in
-        plain) envs=(WEDJAT_UNUSED=1) ;;
-        http0) envs=(WEDJAT_DIR="$work/logs-$cfg" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
-        default) envs=(WEDJAT_DIR="$work/logs-$cfg" LD_PRELOAD="$lib") ;;
-        counted) envs=(WEDJAT_DIR="$work/logs-$cfg" WEDJAT_HTTP_RECORDS=0 LD_PRELOAD="$lib") ;;
-    esac
-    nginx_run "$cfg" 3000 "${envs[@]}" > "$work/$cfg.small"
-    nginx_run "$cfg" 13000 "${envs[@]}" > "$work/$cfg.big"
+for r in $(seq "$rounds"); do
+    for cfg in plain http0 default counted; do
+        envs=()
+        case $cfg in
+            plain) envs=(WEDJAT_UNUSED=1) ;;
+            http0) envs=(WEDJAT_DIR="$work/logs-$cfg" WEDJAT_HTTP=0 LD_PRELOAD="$lib") ;;
+            default) rm -rf "$work/logs-$cfg"; envs=(WEDJAT_DIR="$work/logs-$cfg" LD_PRELOAD="$lib") ;;
+            counted) envs=(WEDJAT_DIR="$work/logs-$cfg" WEDJAT_HTTP_RECORDS=0 LD_PRELOAD="$lib") ;;
+        esac
+        nginx_run "$cfg" 3000 "${envs[@]}" > "$work/$cfg.small"
+        nginx_run "$cfg" 13000 "${envs[@]}" > "$work/$cfg.big"
+        read -r i1 d1 l1 < "$work/$cfg.small"
+        read -r i2 d2 l2 < "$work/$cfg.big"
+        awk -v a="$i1" -v b="$i2" -v c="$d1" -v d="$d2" -v e="$l1" -v f="$l2" -v u="$units" \
+            'BEGIN { printf "%.1f %.2f %.3f\n", (b - a) / u, (d - c) / u, (f - e) / u }' >> "$work/$cfg.per"
+    done
 done
+# per CFG: the median series' "instructions d1 ll" (by instructions) and the instructions' range.
 per() {
-    read -r i1 d1 l1 < "$work/$1.small"
-    read -r i2 d2 l2 < "$work/$1.big"
-    awk -v a="$i1" -v b="$i2" -v c="$d1" -v d="$d2" -v e="$l1" -v f="$l2" -v u="$units" \
-        'BEGIN { printf "%.1f %.2f %.3f\n", (b - a) / u, (d - c) / u, (f - e) / u }'
+    sort -n "$work/$1.per" | awk '{ v[NR] = $0; i[NR] = $1 } END { m = int((NR + 1) / 2); printf "%s %.1f %.1f\n", v[m], i[1], i[NR] }'
 }
-read -r bi bd bl <<< "$(per plain)"
-echo "nginx, 606-byte file, TLS + HTTP/2, h2load -c 4 -m 10:"
-printf "  %-10s %10.1f instructions/request" plain "$bi"
+read -r bi bd bl blo bhi <<< "$(per plain)"
+echo "nginx, 606-byte file, TLS + HTTP/2, h2load -c 4 -m 10 (median of $rounds series, range in brackets):"
+printf "  %-10s %10.1f instructions/request [%.0f..%.0f]" plain "$bi" "$blo" "$bhi"
 [ "$cache_sim" = yes ] && printf "  D1 misses %.2f  LL misses %.3f" "$bd" "$bl"
 printf "\n"
 for cfg in http0 default counted; do
-    read -r i d l <<< "$(per "$cfg")"
-    printf "  %-10s %10.1f instructions/request  added %+8.1f (%+.1f%%)" "$cfg" "$i" \
+    read -r i d l lo hi <<< "$(per "$cfg")"
+    printf "  %-10s %10.1f instructions/request [%.0f..%.0f]  added %+8.1f (%+.1f%%)" "$cfg" "$i" "$lo" "$hi" \
         "$(awk -v a="$i" -v b="$bi" 'BEGIN { print a - b }')" "$(awk -v a="$i" -v b="$bi" 'BEGIN { print (a / b - 1) * 100 }')"
     [ "$cache_sim" = yes ] && printf "  D1 misses %+.2f  LL misses %+.3f" \
         "$(awk -v a="$d" -v b="$bd" 'BEGIN { print a - b }')" "$(awk -v a="$l" -v b="$bl" 'BEGIN { print a - b }')"

@@ -21,6 +21,10 @@
 #   BENCH_STRACE=1         0: no strace runs.
 #   BENCH_WEDJAT_ENV=      extra VAR=VALUE settings (space-separated) for the runs with wedjat,
 #                          e.g. "WEDJAT_HTTP=0" to measure without byte capture / HTTP parsing.
+#   BENCH_H2=0             1: TLS with HTTP/2 (ALPN h2, a self-signed certificate) to h2load -cCONNS
+#                          -mBENCH_H2_STREAMS -D SECONDS instead of wrk (CONNS defaults to 4,
+#                          streams to 10: h2load's usual -c 4 -m 10), nginx serving a 606-byte
+#                          file (h2_instructions.sh's run, timed). Needs h2load and openssl.
 #   BENCH_MAX_FOREIGN=10   a run during which other programs used more than this much CPU
 #                          (% of one CPU: the machine's busy time minus that of the server
 #                          and the load generator) is run again, up to 3 attempts (the last counts,
@@ -34,11 +38,24 @@ bench_name=nginx bench_unit=request bench_metrics=("")
 # shellcheck source=lib/server_bench.sh
 . "$(dirname "$0")/lib/server_bench.sh"
 secs=${BENCH_SECONDS:-5}
-bench_require nginx wrk python3
+h2=${BENCH_H2:-0} h2_streams=${BENCH_H2_STREAMS:-10}
+if [ "$h2" = 1 ]; then
+    conns=${BENCH_CONNS:-4}
+    bench_require nginx h2load openssl python3
+else
+    bench_require nginx wrk python3
+fi
 bench_setup "$@"
 
 mkdir -p "$work/www" "$work/tmp"
 head -c 1024 /dev/urandom > "$work/www/f.bin"
+listen="listen 127.0.0.1:$port;"
+if [ "$h2" = 1 ]; then
+    head -c 606 /dev/zero | tr '\0' a > "$work/www/f.html"
+    openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+    listen="listen 127.0.0.1:$port ssl http2; ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
+        keepalive_requests 100000000; http2_max_requests 100000000;"
+fi
 user_line=""
 [ "$(id -u)" = 0 ] && user_line="user root root;"   # workers must be able to write the log dir
 cat > "$work/nginx.conf" <<CONF
@@ -59,7 +76,7 @@ http {
     sendfile on;
     keepalive_timeout 65s;
     server {
-        listen 127.0.0.1:$port;
+        $listen
         root $work/www;
     }
 }
@@ -81,17 +98,23 @@ measure() {
     [ -s "$bench_pidfile" ] || { echo "nginx did not start in 10 s" >&2; exit 2; }
     sleep 0.3   # the worker is forked after the pid file is written
     a=$(bench_snap)
-    bench_wrk "http://127.0.0.1:$port/f.bin" "$out"
+    if [ "$h2" = 1 ]; then bench_h2load "https://127.0.0.1:$port/f.html" "$out"; else bench_wrk "http://127.0.0.1:$port/f.bin" "$out"; fi
     b=$(bench_snap)
     kill -QUIT "$(cat "$bench_pidfile")"   # graceful: the worker finishes and exits normally
     wait "$server_pid" || true
     server_pid=
-    bench_wrk_record "$mode" "$n" "$out" "$a" "$b" "$logs"
+    if [ "$h2" = 1 ]; then bench_h2load_record "$mode" "$n" "$out" "$a" "$b" "$logs"; else bench_wrk_record "$mode" "$n" "$out" "$a" "$b" "$logs"; fi
 }
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); $(nginx -v 2>&1 | sed 's/.*: //'), wrk $(wrk -v 2>&1 | head -1 | awk '{ print $2 }')"
+if [ "$h2" = 1 ]; then load_version=$(h2load --version 2>&1 | head -1); else load_version="wrk $(wrk -v 2>&1 | head -1 | awk '{ print $2 }')"; fi
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(uname -r); $(nginx -v 2>&1 | sed 's/.*: //'), $load_version"
 echo "# library: $lib (sha256 $(sha256sum "$lib" | cut -c1-12))${BENCH_WEDJAT_ENV:+, with wedjat: $BENCH_WEDJAT_ENV}"
-echo "# nginx: master + 1 worker, 1 KiB file, keep-alive; wrk -t1 -c$conns -d${secs}s; $runs rounds;" \
-     "$([ "$pin" = 1 ] && echo "server on CPU 0, wrk on CPU 1" || echo "no CPU pinning")"
+if [ "$h2" = 1 ]; then
+    echo "# nginx: master + 1 worker, 606-byte file, TLS + HTTP/2; h2load -c$conns -m$h2_streams -D${secs}; $runs rounds;" \
+         "$([ "$pin" = 1 ] && echo "server on CPU 0, h2load on CPU 1" || echo "no CPU pinning")"
+else
+    echo "# nginx: master + 1 worker, 1 KiB file, keep-alive; wrk -t1 -c$conns -d${secs}s; $runs rounds;" \
+         "$([ "$pin" = 1 ] && echo "server on CPU 0, wrk on CPU 1" || echo "no CPU pinning")"
+fi
 measure without 0   # warm-up (page cache, first start of nginx), not counted
 bench_rounds

@@ -159,3 +159,21 @@ bench_wrk_record() {
     bench_record "$1" "$2" "$(awk '/requests in/ { print $1 }' "$out")" "$4" "$5" \
         "$(awk '{ print $16 + $17 }' "$out.stat")" "$6" "$(awk '/^Requests\/sec:/ { print $2 }' "$out")"
 }
+
+# The HTTP/2 load (nginx.sh with BENCH_H2=1). bench_h2load URL OUT: h2load -c$conns
+# -m$h2_streams -D${secs} (one thread) on the load generator's CPU, as bench_wrk.
+bench_h2load() {
+    "${load_cpu[@]}" sh -c 'h2load -c"$1" -m"$2" -D"$3" "$4" > "$5" 2>&1; rc=$?; cat /proc/$$/stat > "$5.stat"; exit $rc' \
+        sh "$conns" "$h2_streams" "$secs" "$1" "$2" \
+        || { echo "h2load failed: $(tail -5 "$2")" >&2; exit 2; }
+}
+
+# bench_h2load_record MODE N OUT A B LOGS: the run's figures from h2load's output; the unit is
+# a request that succeeded.
+bench_h2load_record() {
+    local out=$3
+    grep -q "Application protocol: h2" "$out" || { echo "h2load did not negotiate h2: $(tail -5 "$out")" >&2; exit 2; }
+    if grep -qE '[1-9][0-9]* (failed|errored)' "$out"; then echo "# $1 run $2: h2load: $(grep '^requests:' "$out")" >&2; fi
+    bench_record "$1" "$2" "$(awk '/^requests:/ { print $8 }' "$out")" "$4" "$5" \
+        "$(awk '{ print $16 + $17 }' "$out.stat")" "$6" "$(awk '/^finished in/ { print $4 }' "$out")"
+}
