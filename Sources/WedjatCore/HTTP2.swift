@@ -139,7 +139,10 @@ public final class HTTP2Connection {
     /// The same, handed to `body` one by one, keeping the buffer (no allocation per exchange).
     /// `body` must not feed this connection.
     public func drainCompleted(_ body: (HTTPExchange) -> Void) {
-        drain(detailed: body, counted: { body($0.exchange()) })
+        drain(detailed: body, counted: { st in
+            var copy = copy st
+            body(copy.takeExchange())
+        })
     }
 
     /// The same for the aggregator: a stream only counted (`wantsDetail` said false) is handed
@@ -150,8 +153,8 @@ public final class HTTP2Connection {
         swap(&out, &core.pointee.sh.completed)
         // Moved out one by one (reversed, then popLast): read in place, each was copied.
         out.withUnsafeMutableBufferPointer { $0.reverse() }
-        while let st = out.popLast() {
-            if st.detailed { detailed(st.exchange()) } else { counted(st) }
+        while var st = out.popLast() {
+            if st.detailed { detailed(st.takeExchange()) } else { counted(st) }
         }
         swap(&out, &core.pointee.sh.completed)
     }

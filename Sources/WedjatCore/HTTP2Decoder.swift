@@ -58,6 +58,7 @@ struct H2Stream {
     var isConnect = false
     var pushed = false
     var resetByClient: Bool?    // who sent the RST_STREAM that ended it
+    var upgradedStream = false  // stream 1 of an h2c upgrade (its detail has the HTTP/1 request's exchange)
     var detail: H2Detail?
 
     init(id: UInt32, index: Int) {
@@ -67,12 +68,24 @@ struct H2Stream {
 
     var errorText: String? { error?.text }
 
-    /// The exchange this stream is, as a record or a test sees it.
-    func exchange() -> HTTPExchange {
-        var e = detail?.ex ?? HTTPExchange(index: index, method: method, path: "", version: "HTTP/2")
+    /// The exchange this stream is, as a record or a test sees it, its strings moved into it
+    /// (with its detail's path, headers and gRPC details): once, when the stream is output.
+    mutating func takeExchange() -> HTTPExchange {
+        // (Made here and filled in place: built from a copy or an optional, Swift copied it
+        // whole twice and destroyed the copies.)
+        if upgradedStream, var e = detail?.upgraded {
+            fill(&e)
+            return e
+        }
+        var e = HTTPExchange(index: index, method: "", path: "", version: "HTTP/2")
+        fill(&e)
+        return e
+    }
+
+    private mutating func fill(_ e: inout HTTPExchange) {
         e.index = index
-        e.method = method
-        e.host = host
+        swap(&e.method, &method)
+        swap(&e.host, &host)
         e.status = status
         e.interim = interim
         e.requestStart = requestStart
@@ -83,32 +96,36 @@ struct H2Stream {
         e.requestBodyBytes = requestBodyBytes
         e.responseHeaderBytes = responseHeaderBytes
         e.responseBodyBytes = responseBodyBytes
-        e.error = error?.text
+        if let error { e.error = error.text }
         e.complete = complete
         e.detailed = detailed
         e.isConnect = isConnect
         if responseFinal { e.responseVersion = "HTTP/2" }
-        var h = e.http2 ?? HTTP2Details(streamId: id)
-        h.streamId = id
-        h.pushed = pushed
-        h.resetBy = resetByClient.map { $0 ? "client" : "server" }
-        if grpc, h.grpc != nil, let d = detail {
-            h.grpc!.requestMessages = d.requestCount.lost ? nil : d.requestCount.messages
-            h.grpc!.responseMessages = d.responseCount.lost ? nil : d.responseCount.messages
+        if e.http2 == nil { e.http2 = HTTP2Details(streamId: id) }
+        e.http2!.streamId = id
+        e.http2!.pushed = pushed
+        if let byClient = resetByClient { e.http2!.resetBy = byClient ? "client" : "server" }
+        guard let d = detail else { return }
+        swap(&e.path, &d.path)
+        swap(&e.headers, &d.headers)
+        swap(&e.http2!.grpc, &d.grpc)
+        if grpc, e.http2!.grpc != nil {
+            e.http2!.grpc!.requestMessages = d.requestCount.lost ? nil : d.requestCount.messages
+            e.http2!.grpc!.responseMessages = d.responseCount.lost ? nil : d.responseCount.messages
         }
-        e.http2 = h
-        return e
     }
 }
 
 /// What only a detailed stream keeps: its exchange's path, headers and gRPC details (the
-/// other fields are the stream's, set when it is output), and the gRPC message counts.
+/// other fields are the stream's), and the gRPC message counts.
 final class H2Detail {
-    var ex: HTTPExchange
+    var path = ""
+    var headers: [(String, String)] = []
+    var grpc: GRPCDetails?
     var requestCount = H2MessageCount()
     var responseCount = H2MessageCount()
-
-    init(_ ex: HTTPExchange) { self.ex = ex }
+    /// Stream 1 of an h2c upgrade: the HTTP/1 request's exchange (its other fields).
+    var upgraded: HTTPExchange?
 }
 
 /// Everything the two directions share: streams, output, state, the two HPACK contexts.
@@ -191,10 +208,9 @@ struct H2Shared {
         streams[i].pushed = pushed
         streams[i].detailed = detailed
         if detailed {
-            var e = HTTPExchange(index: requestCount, method: "", path: "", version: "HTTP/2")
-            e.headers.reserveCapacity(4)
-            e.http2 = HTTP2Details(streamId: id)
-            streams[i].detail = H2Detail(e)
+            let d = H2Detail()
+            d.headers.reserveCapacity(4)
+            streams[i].detail = d
         }
         requestCount += 1
         return i
@@ -218,11 +234,11 @@ struct H2BlockEffect {
 
 }
 
-// (Methods of the stream, called on it in place in the array: passed as an argument, it was
-// copied.)
+// (Methods of the stream, called on it in place in the array: passed as an argument, or to a
+// non-mutating method, it was copied.)
 extension H2Stream {
     /// Nothing set yet that a block's fields set: what they do is all of it.
-    func fresh(for kind: H2BlockKind) -> Bool {
+    mutating func fresh(for kind: H2BlockKind) -> Bool {
         switch kind {
         case .request: return method.isEmpty && host == nil && !isConnect && !grpc
         case .response: return !grpc
@@ -231,7 +247,7 @@ extension H2Stream {
     }
 
     /// What the block did to this fresh stream, into `e`.
-    func give(_ e: inout H2BlockEffect) {
+    mutating func give(_ e: inout H2BlockEffect) {
         e.method = method
         e.host = host
         e.isConnect = isConnect
@@ -840,13 +856,13 @@ struct H2Dir {
                     }
                 case 5:
                     if H2Names.equals(np, ":path"), value.count > 0 {
-                        if detailed { s.streams[i].detail?.ex.path = HTTP1Syntax.redactTarget(value, s.redaction, isConnect: false).0 }
+                        if detailed { s.streams[i].detail?.path = HTTP1Syntax.redactTarget(value, s.redaction, isConnect: false).0 }
                     }
                 case 10:
                     if H2Names.equals(np, ":authority") {
                         let v = s.lastAuthority.text(value)
                         s.streams[i].host = v
-                        if detailed { s.streams[i].detail?.ex.headers.append(("request.host", v)) }
+                        if detailed { s.streams[i].detail?.headers.append(("request.host", v)) }
                     }
                 default:
                     break
@@ -858,17 +874,17 @@ struct H2Dir {
                 if H2Names.equals(np, "host"), s.streams[i].host == nil {
                     let v = str()
                     s.streams[i].host = v
-                    if detailed { s.streams[i].detail?.ex.headers.append(("request.host", v)) }
+                    if detailed { s.streams[i].detail?.headers.append(("request.host", v)) }
                 }
             case 10:
-                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].detail?.ex.headers.append(("request.user-agent", str())) }
+                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].detail?.headers.append(("request.user-agent", str())) }
             case 12:
                 if H2Names.equals(np, "content-type") {
                     if H2Names.isGRPC(value) { s.streams[i].grpc = true }
-                    if detailed { s.streams[i].detail?.ex.headers.append(("request.content-type", str())) }
+                    if detailed { s.streams[i].detail?.headers.append(("request.content-type", str())) }
                 }
             case 14:
-                if detailed, H2Names.equals(np, "content-length") { s.streams[i].detail?.ex.headers.append(("request.content-length", str())) }
+                if detailed, H2Names.equals(np, "content-length") { s.streams[i].detail?.headers.append(("request.content-length", str())) }
             default:
                 break
             }
@@ -879,24 +895,24 @@ struct H2Dir {
             }
             switch n {
             case 10:
-                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].detail?.ex.headers.append(("response.user-agent", str())) }
+                if detailed, H2Names.equals(np, "user-agent") { s.streams[i].detail?.headers.append(("response.user-agent", str())) }
             case 11:
                 if H2Names.equals(np, "grpc-status") {
                     grpcDetails(i, &s)
-                    if let d = s.streams[i].detail, d.ex.http2?.grpc != nil { d.ex.http2!.grpc!.status = H2Names.decimal(value) }
+                    if let d = s.streams[i].detail, d.grpc != nil { d.grpc!.status = H2Names.decimal(value) }
                 }
             case 12:
                 if H2Names.equals(np, "content-type") {
                     if H2Names.isGRPC(value) { s.streams[i].grpc = true }
-                    if detailed { s.streams[i].detail?.ex.headers.append(("response.content-type", str())) }
+                    if detailed { s.streams[i].detail?.headers.append(("response.content-type", str())) }
                 } else if H2Names.equals(np, "grpc-message") {
                     grpcDetails(i, &s)
-                    if let d = s.streams[i].detail, d.ex.http2?.grpc != nil {
-                        d.ex.http2!.grpc!.message = value.isEmpty ? "" : s.redaction.query ? "REDACTED" : str()
+                    if let d = s.streams[i].detail, d.grpc != nil {
+                        d.grpc!.message = value.isEmpty ? "" : s.redaction.query ? "REDACTED" : str()
                     }
                 }
             case 14:
-                if detailed, H2Names.equals(np, "content-length") { s.streams[i].detail?.ex.headers.append(("response.content-length", str())) }
+                if detailed, H2Names.equals(np, "content-length") { s.streams[i].detail?.headers.append(("response.content-length", str())) }
             default:
                 break
             }
@@ -907,11 +923,10 @@ struct H2Dir {
 
     /// The gRPC details of stream i, created on first need (detailed exchanges only).
     private func grpcDetails(_ i: Int, _ s: inout H2Shared) {
-        guard s.streams[i].detailed, let d = s.streams[i].detail, d.ex.http2?.grpc == nil else { return }
+        guard s.streams[i].detailed, let d = s.streams[i].detail, d.grpc == nil else { return }
         var g = GRPCDetails()
-        (g.service, g.method) = H2Names.grpcNames(d.ex.path)
-        if d.ex.http2 == nil { d.ex.http2 = HTTP2Details(streamId: s.streams[i].id) }
-        d.ex.http2!.grpc = g
+        (g.service, g.method) = H2Names.grpcNames(d.path)
+        d.grpc = g
         s.streams[i].grpc = true
     }
 
@@ -925,8 +940,8 @@ struct H2Dir {
         case .request:
             s.streams[i].requestHeaders = true
             if s.streams[i].grpc { grpcDetails(i, &s) }
-            if s.streams[i].isConnect && s.streams[i].detailed, let d = s.streams[i].detail, d.ex.path.isEmpty {
-                d.ex.path = s.streams[i].host ?? ""
+            if s.streams[i].isConnect && s.streams[i].detailed, let d = s.streams[i].detail, d.path.isEmpty {
+                d.path = s.streams[i].host ?? ""
             }
             if blockEndStream {
                 s.streams[i].requestDone = true
@@ -986,6 +1001,7 @@ struct H2Core {
         e.version = "HTTP/2"
         e.http2 = HTTP2Details(streamId: 1)
         e.upgraded = false
+        e.error = nil   // (its own are the stream's)
         var st = H2Stream(id: 1, index: 0)
         st.method = e.method
         st.host = e.host
@@ -1000,7 +1016,13 @@ struct H2Core {
         st.responseBodyBytes = e.responseBodyBytes
         st.detailed = e.detailed
         st.isConnect = e.isConnect
-        st.detail = H2Detail(e)   // its path, headers and response version
+        let d = H2Detail()
+        d.path = e.path
+        d.headers = e.headers
+        d.grpc = e.http2?.grpc
+        d.upgraded = e          // its other fields (response version, ...)
+        st.detail = d
+        st.upgradedStream = true
         st.requestHeaders = true
         st.requestDone = true
         sh.streams.append(st)
