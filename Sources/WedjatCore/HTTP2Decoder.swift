@@ -73,7 +73,7 @@ struct H2Stream {
     mutating func takeExchange() -> HTTPExchange {
         // (Made here and filled in place: built from a copy or an optional, Swift copied it
         // whole twice and destroyed the copies.)
-        if upgradedStream, var e = detail?.upgraded {
+        if upgradedStream, var e = detail?.upgraded?.ex {
             fill(&e)
             return e
         }
@@ -124,8 +124,14 @@ final class H2Detail {
     var grpc: GRPCDetails?
     var requestCount = H2MessageCount()
     var responseCount = H2MessageCount()
-    /// Stream 1 of an h2c upgrade: the HTTP/1 request's exchange (its other fields).
-    var upgraded: HTTPExchange?
+    /// Stream 1 of an h2c upgrade: the HTTP/1 request's exchange (its other fields), boxed so
+    /// that every other detail stays small.
+    var upgraded: Upgraded?
+
+    final class Upgraded {
+        let ex: HTTPExchange
+        init(_ ex: HTTPExchange) { self.ex = ex }
+    }
 }
 
 /// Everything the two directions share: streams, output, state, the two HPACK contexts.
@@ -1020,7 +1026,7 @@ struct H2Core {
         d.path = e.path
         d.headers = e.headers
         d.grpc = e.http2?.grpc
-        d.upgraded = e          // its other fields (response version, ...)
+        d.upgraded = H2Detail.Upgraded(e)   // its other fields (response version, ...)
         st.detail = d
         st.upgradedStream = true
         st.requestHeaders = true
