@@ -521,8 +521,8 @@ public final class Aggregator {
         let same = conn.summaryEpoch == summaryEpoch && conn.summaryKey != nil
             && conn.summaryRaw.minor == c.requestMinor && conn.summaryRaw.status == status
             && conn.summaryRaw.error == c.error && conn.summaryRaw.tls == tls
-            && c.withMethod({ conn.summaryMethod.elementsEqual($0) })
-            && (c.hasHost ? c.withHost({ h in conn.summaryHost.map { $0.elementsEqual(h) } ?? false }) : conn.summaryHost == nil)
+            && c.withMethod({ conn.summaryMethod.sameBytes($0) })
+            && (c.hasHost ? c.withHost({ h in conn.summaryHost.map { $0.sameBytes(h) } ?? false }) : conn.summaryHost == nil)
         let k: Int
         if same {
             k = conn.summaryIndex
@@ -800,5 +800,14 @@ struct Phases {
         shutdown = ev.t_shutdown
         hasTCPInfo = ev.has_tcp_info != 0
         tcpInfo = (ev.rtt_us, ev.rttvar_us, ev.retransmits, ev.total_retrans, ev.lost)
+    }
+}
+
+private extension Array where Element == UInt8 {
+    /// The same bytes, by memcmp (elementsEqual compares them one by one, generically).
+    func sameBytes(_ other: UnsafeRawBufferPointer) -> Bool {
+        guard count == other.count else { return false }
+        guard count > 0, let o = other.baseAddress else { return true }
+        return withUnsafeBufferPointer { memcmp($0.baseAddress!, o, count) == 0 }
     }
 }
