@@ -57,6 +57,23 @@ seeds["grpc"] = conversation(client, server, [("c", 30), ("s", 20), ("c", len(cl
 client = settings_c + frame(1, 5, 1, GET)
 server = settings_s + frame(5, 4, 1, struct.pack(">I", 2) + b"\x82\x86" + lit(b":path", b"/s.css")) + frame(1, 5, 1, S200) + frame(1, 5, 2, S200)
 seeds["push"] = conversation(client, server, [("c", len(client)), ("s", len(server))])
+# the same request and response blocks again on later streams (a counted stream given a repeat
+# gets what the first one did: H2BlockEffect), other blocks between them
+A = b"\x82\x87\x84" + lit(b":authority", b"a.test")
+B = b"\x82\x87\x84" + lit(b":authority", b"b.test") + lit(b"user-agent", b"x/1")
+CONNECT = b"\x02\x07CONNECT" + b"\x01\x0atunnel:443"
+TYPED = b"\x8d" + lit(b"content-type", b"text/html")
+requests = [A, A, A, B, A, A, CONNECT, CONNECT, A, B, B]
+responses = [S200, S200, S404, S404, S200, TYPED, S200, S200, TYPED, TYPED, S200]
+client = settings_c + frame(4, 1, 0)
+server = settings_s
+order = [("c", len(client)), ("s", len(server))]
+for k, (req, resp) in enumerate(zip(requests, responses)):
+    c_frame, s_frame = frame(1, 5, 2 * k + 1, req), frame(1, 5, 2 * k + 1, resp)
+    client += c_frame
+    server += s_frame
+    order += [("c", len(c_frame)), ("s", len(s_frame))]
+seeds["repeats"] = conversation(client, server, order)
 os.makedirs(sys.argv[1], exist_ok=True)
 for name, data in seeds.items():
     with open(os.path.join(sys.argv[1], "seed_" + name), "wb") as f:
