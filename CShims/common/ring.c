@@ -105,6 +105,10 @@ int wj_ring_pop_var(wj_ring *r, void *out, size_t head, size_t len_at) {
     return 1;
 }
 
+const void *wj_ring_peek(wj_ring *r, uint64_t *pos) { return next_published(r, pos); }
+
+void wj_ring_release_slot(wj_ring *r, uint64_t pos) { release(r, pos); }
+
 int wj_ring_pop(wj_ring *r, void *out) {
     uint64_t pos;
     const unsigned char *slot = next_published(r, &pos);

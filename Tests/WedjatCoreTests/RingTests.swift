@@ -96,7 +96,14 @@ final class RingTests: XCTestCase {
     // laps. Every popped slot must hold exactly what one producer wrote (a producer never
     // overwrites a slot the consumer has not finished with), each item arrives once, and each
     // refused push is counted.
-    func testVariableLengthSlotsUnderConcurrency() {
+    func testVariableLengthSlotsUnderConcurrency() { variableLengthSlots(inPlace: false) }
+
+    /// The same, the consumer reading each slot where it is (wj_ring_peek, as the agent's
+    /// drain does) and releasing it after: read twice with a pause between, a slot must not
+    /// change while it is held.
+    func testSlotsReadInPlaceUnderConcurrency() { variableLengthSlots(inPlace: true) }
+
+    private func variableLengthSlots(inPlace: Bool) {
         let capacity = 128
         let ring = wj_ring_create(UInt64(capacity), UInt64(MemoryLayout<wj_payload>.size))!
         defer { wj_ring_destroy(ring) }
@@ -120,15 +127,25 @@ final class RingTests: XCTestCase {
         let consumer = Thread {
             var out = wj_payload()
             var spins = 0
+            func check(_ p: UnsafePointer<wj_payload>) {
+                let len = Int(p.pointee.len)
+                let seed = UInt8(truncatingIfNeeded: p.pointee.conn_id)
+                let d = UnsafeRawPointer(p) + head
+                if len > room || (0..<len).contains(where: { d.load(fromByteOffset: $0, as: UInt8.self) != seed &+ UInt8(truncatingIfNeeded: $0) }) { bad += 1 }
+                if p.pointee.offset != UInt64(len) { bad += 1 }
+            }
             while true {
-                if wj_ring_pop_var(ring, &out, head, lenAt) != 0 {
+                var pos: UInt64 = 0
+                if inPlace, let slot = wj_ring_peek(ring, &pos) {
                     popped += 1
-                    let len = Int(out.len)
-                    let seed = UInt8(truncatingIfNeeded: out.conn_id)
-                    withUnsafeBytes(of: &out.data) { d in
-                        if len > room || (0..<len).contains(where: { d[$0] != seed &+ UInt8(truncatingIfNeeded: $0) }) { bad += 1 }
-                    }
-                    if out.offset != UInt64(len) { bad += 1 }
+                    let p = slot.assumingMemoryBound(to: wj_payload.self)
+                    check(p)
+                    if popped % 64 == 0 { usleep(50) }   // held a while: producers wait for it
+                    check(p)
+                    wj_ring_release_slot(ring, pos)
+                } else if !inPlace, wj_ring_pop_var(ring, &out, head, lenAt) != 0 {
+                    popped += 1
+                    withUnsafePointer(to: &out) { check($0) }
                 } else if lock.withLock({ done }) == producers {
                     spins += 1
                     if spins > 1000 { break }

@@ -210,6 +210,10 @@ int wj_ring_pop(wj_ring *r, void *out);         // single consumer; 1 got one, 0
 // request line dirties two or three cache lines of the ring instead of all of its slot.
 int wj_ring_push_n(wj_ring *r, const void *ev, size_t n);
 int wj_ring_pop_var(wj_ring *r, void *out, size_t head, size_t len_at);
+// The next published event read in place, without a copy (single consumer): NULL when empty;
+// else valid, and never reused by a producer, until wj_ring_release_slot(r, *pos).
+const void *wj_ring_peek(wj_ring *r, uint64_t *pos);
+void wj_ring_release_slot(wj_ring *r, uint64_t pos);
 // A push in progress, for a caller that must be able to give its slot back (wj_ring_abandon):
 // `ring` is set (after `pos`) while the slot is claimed and not yet published.
 typedef struct wj_ring_mark { void *volatile ring; volatile uint64_t pos; } wj_ring_mark;
