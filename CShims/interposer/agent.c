@@ -582,7 +582,9 @@ static void *agent_main(void *arg) {
             thread_returns(gen);
             return 0;
         }
-        if (atomic_load(&final_requested)) {
+        // Taken (cleared): after an exec that failed, the image goes on and a thread started
+        // later must not find the exec's request and end the image again.
+        if (atomic_exchange(&final_requested, 0)) {
             pthread_mutex_lock(&agent_lock);
             wj_round r = round_now(1);
             flush_locked(&r);
