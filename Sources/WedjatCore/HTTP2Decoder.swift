@@ -237,7 +237,6 @@ struct H2BlockEffect {
     var isConnect = false
     var grpc = false
     var status = 0
-
 }
 
 // (Methods of the stream, called on it in place in the array: passed as an argument, or to a
