@@ -115,6 +115,7 @@ static const char *const wait_names[] = {"poll", "ppoll", "select", "pselect", "
 uint64_t wj_stall_ns;
 WJ_BIG static wj_loop loops[WJ_LOOPS];
 static _Atomic int loops_used;    // slots ever used (high-water mark)
+static _Atomic uint64_t loops_since;   // when the first slot was taken (monotonic ns)
 static _Atomic uint64_t loops_full;
 WJ_BIG static wj_stall stalls[WJ_STALL_BUFS];
 // Buffers ever claimed: the scans stop there. Each buffer has pages of its own, and a process
@@ -343,6 +344,8 @@ static wj_loop *loop_register(void) {
             found = &loops[i];
             int used = atomic_load(&loops_used);
             while (used < i + 1 && !atomic_compare_exchange_weak(&loops_used, &used, i + 1)) {}
+            uint64_t never = 0;
+            if (!atomic_load_explicit(&loops_since, memory_order_relaxed)) atomic_compare_exchange_strong(&loops_since, &never, wj_now_ns());
         }
     }
     if (!found) {
@@ -589,12 +592,15 @@ static int safe_to_signal(int tid) {
 static void take_sample(wj_loop *l, wj_stall *s, int tid, uint64_t now) {
     uint32_t k = s->nsamples;
     s->next_sample = k + 1 < WJ_STALL_SAMPLES ? sample_due(s, k + 1) : UINT64_MAX;
+    // Loaded half a threshold ago in all but odd cases (a round delayed that long): a sleeping
+    // thread's own sample needs it too.
+    int have_unwinder = unwinder_ready();
     uint32_t ph = atomic_load(&l->phase);
     if (ph == PH_SLEEP) {  // the thread samples itself when the sleep returns
         atomic_store(&l->want_self, 1);
         return;
     }
-    if (ph != PH_BUSY || atomic_load(&l->req) || !unwinder_ready() || !install_signal() || !safe_to_signal(tid)) {
+    if (ph != PH_BUSY || atomic_load(&l->req) || !have_unwinder || !install_signal() || !safe_to_signal(tid)) {
         s->lost++;
         return;
     }
@@ -677,6 +683,13 @@ static void start_loop_stall(wj_loop *l, int tid, uint64_t since) {
 
 static _Atomic uint64_t watch_due;
 
+// When wedjat's thread loads the unwinder unasked: UINT64_MAX while no loop thread has waited,
+// or once it is loaded (or failed).
+static uint64_t unwinder_due(void) {
+    uint64_t since = atomic_load_explicit(&loops_since, memory_order_relaxed);
+    return since && atomic_load(&unw.state) == 0 ? since + wj_stall_ns / 2 : UINT64_MAX;
+}
+
 // What loop l's thread reported since the last look: a sample it took itself (after a sleep),
 // and the end its wait saw (with its CPU time). Returns the stall still open, if any.
 static wj_stall *settle_reported(wj_loop *l, int tid, uint64_t now) {
@@ -748,6 +761,8 @@ static uint64_t stalls_watch(void) {
         if (now >= s->next_sample && s->nsamples + s->lost < WJ_STALL_SAMPLES) take_sample(l, s, tid, wj_now_ns());
         if (s->next_sample < next) next = s->next_sample;
     }
+    uint64_t unwinder_at = unwinder_due();
+    if (unwinder_at < next) next = unwinder_at;
     atomic_store(&watch_due, next);
     return next;
 }
@@ -1009,9 +1024,10 @@ static void stalls_forked_child(void) {
 static void stalls_round(const wj_round *r) {
     (void)r;
     if (!wj_stall_ns) return;
-    // The unwinder, loaded here (wedjat's thread) as soon as a loop thread or a blocking call
-    // may need a stack.
-    if (atomic_load(&unw.state) == 0 && (atomic_load(&loops_used) || atomic_load(&unwinder_wanted))) unwinder_ready();
+    // The unwinder, loaded here (wedjat's thread) once a blocking call asked for it, or half a
+    // threshold after the first loop thread's first wait: no loop can stall sooner than a
+    // threshold after that, and a short process (a one-request curl, 0.07 ms less) never loads it.
+    if (atomic_load(&unw.state) == 0 && (atomic_load(&unwinder_wanted) || unwinder_due() <= wj_now_ns())) unwinder_ready();
     stalls_watch();
 }
 

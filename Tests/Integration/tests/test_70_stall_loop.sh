@@ -3,6 +3,8 @@
 # --folded) holds that function; one that usleep()s 400 ms is an off-CPU stall; a 100 ms burst
 # is none. The program sees no EINTR and exits 0. The `modules` record maps the fixture with
 # its real build-id. Each loop's iterations, busy share and longest busy time are in samples.
+# The unwinder (libunwind) is loaded half a threshold after a process's first loop wait: a
+# 60 ms loop process never maps it, a 400 ms one does, and neither sees a stall.
 . "$WJ_LIB/common.sh"
 
 wj_bg server logs "$FIXTURES/stall_server"
@@ -48,4 +50,24 @@ expect(sum(l["iterations"] for l in loops) >= 8, f"iterations: {loops}")
 folded = open("stalls.folded").read()
 expect("busy_spin_in_handler" in folded, f"busy_spin_in_handler in the folded stacks:\n{folded}")
 expect("sleep_in_handler" in folded, f"sleep_in_handler in the folded stacks:\n{folded}")
+PY
+
+# A poll loop on a socketpair for MS milliseconds; prints whether libunwind is mapped at the end.
+loop_maps() {
+    wj "unwind-$1" "$PYTHON" -c '
+import select, socket, sys, time
+a, b = socket.socketpair()
+b.send(b"x")
+end = time.monotonic() + int(sys.argv[1]) / 1000
+while time.monotonic() < end:
+    select.select([a], [], [], 0.005)
+print("libunwind" in open("/proc/self/maps").read())' "$1"
+}
+short=$(loop_maps 60) || fail "60 ms loop"
+long=$(loop_maps 400) || fail "400 ms loop"
+[ "$short" = False ] || fail "a 60 ms loop process loaded the unwinder (it needs it at 125 ms at the earliest)"
+[ "$long" = True ] || fail "a 400 ms loop process did not load the unwinder by its end"
+pylogs <<'PY'
+for d in ("unwind-60", "unwind-400"):
+    expect_eq(len(records(load_dir(d), "stall")), 0, f"stalls in {d}")
 PY
