@@ -3,8 +3,10 @@ import PackageDescription
 
 // libwedjat.so is the C interposer (CShims/interposer + CShims/common), built by
 // scripts/build-lib.sh with cc. It loads libwedjat-agent.so (WedjatAgent + WedjatCore, the
-// Swift aggregator, stdlib linked statically) the first time there is something to aggregate.
-// Neither may pull in Foundation, Dispatch or Concurrency.
+// Swift aggregator) the first time there is something to aggregate; scripts/build-lib.sh
+// compiles those two targets' sources as Embedded Swift for it. Here they are ordinary targets
+// (the unit tests, the benchmarks). Neither may pull in Foundation, Dispatch or Concurrency,
+// nor use what Embedded Swift lacks (existentials of Error, dynamic casts, reflection).
 let agentSwiftFlags: [SwiftSetting] = [
     .unsafeFlags([
         "-Xfrontend", "-disable-implicit-concurrency-module-import",
@@ -15,7 +17,6 @@ let agentSwiftFlags: [SwiftSetting] = [
 let package = Package(
     name: "wedjat",
     products: [
-        .library(name: "wedjat-agent", type: .dynamic, targets: ["WedjatAgent"]),
         .executable(name: "wedjat-cli", targets: ["WedjatCLI"]),
         .executable(name: "wedjat-http-bench", targets: ["WedjatHTTPBench"]),
         .executable(name: "wedjat-reader-bench", targets: ["WedjatReaderBench"]),
@@ -36,9 +37,7 @@ let package = Package(
         .target(name: "CWedjatNghttp2", path: "Sources/CWedjatNghttp2",
                 cSettings: [.unsafeFlags(["-O2", "-fvisibility=hidden"])]),
         // libwedjat-agent.so's entry point (wedjat_agent_init) and glue to WedjatCore.
-        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon", "CWedjatAgentRuntime"], swiftSettings: agentSwiftFlags),
-        // Parts of the static Swift runtime replaced inside libwedjat-agent.so (see argv.c).
-        .target(name: "CWedjatAgentRuntime"),
+        .target(name: "WedjatAgent", dependencies: ["WedjatCore", "CWedjatCommon"], swiftSettings: agentSwiftFlags),
         // libelf and libdw (elfutils) for the symbolizer, and libstdc++'s C++ demangler.
         .systemLibrary(name: "CElfutils", path: "Sources/CElfutils"),
         // Stall stacks: return addresses -> function+offset, file:line, from the binaries on disk.

@@ -302,7 +302,9 @@ struct ByteStrings: Sendable {
     private let lengths: UInt64   // bit n: some string has n bytes (n < 64)
 
     init(_ strings: [[UInt8]]) {
-        var b: [UInt8] = [], s: [(Int, Int)] = [], l: UInt64 = 0
+        // The spans' labels as the property's: an array of unlabelled tuples assigned to it is a
+        // collection cast, which the embedded agent cannot make.
+        var b: [UInt8] = [], s: [(at: Int, count: Int)] = [], l: UInt64 = 0
         for x in strings {
             s.append((b.count, x.count))
             b += x

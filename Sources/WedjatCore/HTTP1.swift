@@ -66,7 +66,7 @@ public struct HTTPRedaction: Sendable, Equatable {
 
     /// Comma-separated, case-insensitive, blanks around items ignored: any of query, userinfo,
     /// fragment; or exactly one of all / none. Throws on an empty or unknown item.
-    public init(parsing text: String) throws {
+    public init(parsing text: String) throws(ParseError) {
         self = .none
         var items: [String] = []
         for raw in text.split(separator: ",", omittingEmptySubsequences: false) {

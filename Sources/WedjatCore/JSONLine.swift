@@ -20,7 +20,7 @@ public final class JSONLine {
     public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: buf, count: count)) }
 
     /// The bytes written so far, in place.
-    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    public func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: buf, count: count))
     }
 

@@ -5,7 +5,7 @@
 # functions named although valgrind cannot name them (lib/callgrind_symbols.py). The method of
 # docs/PERFORMANCE.md's HTTP/2 sections, as a script.
 #   scripts/bench/agent_profile.sh LIBDIR [--h1] [--records] [--requests N] [--top K]
-# LIBDIR: scripts/build-lib.sh's output; the agent's symbols come from .build-lib/release/
+# LIBDIR: scripts/build-lib.sh's output; the agent's symbols come from .build-lib/embedded/
 # libwedjat-agent.so (the same build: its GNU build id is checked). Default: nginx TLS +
 # HTTP/2, 606-byte file, h2load -c 4 -m 10, 13,000 requests, every stream only counted
 # (WEDJAT_HTTP_RECORDS=0, as at a real server's rate); --h1: HTTP/1.1 in clear text (h2load
@@ -33,7 +33,7 @@ done
 for t in valgrind nginx h2load openssl python3 nm readelf; do
     command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] || { echo "needs $t (scripts/deps.sh)" >&2; exit 2; }
 done
-agent_syms=$root/.build-lib/release/libwedjat-agent.so
+agent_syms=$root/.build-lib/embedded/libwedjat-agent.so
 build_id() { readelf -n "$1" 2>/dev/null | awk '/Build ID/ { print $3 }'; }
 [ -f "$agent_syms" ] || { echo "no $agent_syms: run scripts/build-lib.sh" >&2; exit 2; }
 [ "$(build_id "$agent_syms")" = "$(build_id "$libdir/libwedjat-agent.so")" ] ||

@@ -1,1 +1,0 @@
-// (nothing to import: this target only provides symbols to the static Swift runtime)
