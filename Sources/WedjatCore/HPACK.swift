@@ -225,9 +225,9 @@ public final class HPACKEncoder {
                 var keep: [UnsafeMutablePointer<UInt8>] = []
                 for i in 0..<fields.count {
                     let n = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, nb[i].count))
-                    n.initialize(from: nb[i], count: nb[i].count)
+                    n.assignBits(from: nb[i], count: nb[i].count)
                     let v = UnsafeMutablePointer<UInt8>.allocate(capacity: max(1, vb[i].count))
-                    v.initialize(from: vb[i], count: vb[i].count)
+                    v.assignBits(from: vb[i], count: vb[i].count)
                     keep.append(n)
                     keep.append(v)
                     nvs.append(wj_nghttp2_nv(name: n, value: v, namelen: nb[i].count, valuelen: vb[i].count, flags: neverIndex ? 1 : 0))
@@ -597,7 +597,7 @@ struct DeferredInsertions {
         let n = rep.count
         guard let src = rep.baseAddress, n > 0 else { return true }
         guard reserve(n, 1) else { return false }
-        (bytes! + end).update(from: src, count: n)
+        (bytes! + end).assignBits(from: src, count: n)
         end += n
         entries![last] = (Int32(n), Int32(clamping: least))
         last += 1
@@ -612,9 +612,9 @@ struct DeferredInsertions {
                          _ k: Int, limit: Int) -> Bool {
         guard total > 0, k > 0 else { return true }
         guard reserve(total, k) else { return false }
-        (bytes! + end).update(from: reps, count: total)
+        (bytes! + end).assignBits(from: reps, count: total)
         end += total
-        (entries! + last).update(from: each, count: k)
+        (entries! + last).assignBits(from: each, count: k)
         last += k
         for j in 0..<k { leastSum += Int(each[j].least) }
         dropEvicted(limit)
@@ -644,14 +644,14 @@ struct DeferredInsertions {
                 guard end + n <= Self.maxBytes else { return false }
                 let newCap = min(Self.maxBytes, max(512, cap * 2, end + n))
                 let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCap)
-                if let bytes { grown.update(from: bytes, count: end); bytes.deallocate() }
+                if let bytes { grown.assignBits(from: bytes, count: end); bytes.deallocate() }
                 bytes = grown
                 cap = newCap
             }
         }
         if last + k > entryCap {
             if first > 0, let entries {
-                (entries).update(from: entries + first, count: last - first)
+                (entries).assignBits(from: entries + first, count: last - first)
                 last -= first
                 first = 0
             }
@@ -659,7 +659,7 @@ struct DeferredInsertions {
                 guard last + k <= Self.maxEntries else { return false }
                 let newCap = min(Self.maxEntries, max(32, entryCap * 2, last + k))
                 let grown = UnsafeMutablePointer<(length: Int32, least: Int32)>.allocate(capacity: newCap)
-                if let entries { grown.update(from: entries, count: last); entries.deallocate() }
+                if let entries { grown.assignBits(from: entries, count: last); entries.deallocate() }
                 entries = grown
                 entryCap = newCap
             }
@@ -712,7 +712,7 @@ struct RecentFields {
         let slot = store! + next * Self.slotBytes
         var at = 0
         for part in [rep, name, value] {
-            if let b = part.baseAddress, part.count > 0 { (slot + at).update(from: b, count: part.count) }
+            if let b = part.baseAddress, part.count > 0 { (slot + at).assignBits(from: b, count: part.count) }
             at += part.count
         }
         lengths[next] = (rep.count, name.count, value.count)
@@ -787,7 +787,7 @@ struct BlockMemo {
             inserts = .allocate(capacity: Self.maxInserts)
             insertBytes = .allocate(capacity: Self.maxBlock)
         }
-        block!.update(from: p, count: n)
+        block!.assignBits(from: p, count: n)
         self.limit = limit
         walked = n
     }
@@ -801,8 +801,8 @@ struct BlockMemo {
         guard keeping else { return }
         guard fieldCount < Self.maxFields, bytesUsed + name.count + value.count <= Self.maxFieldBytes,
               let bytes, let fields else { keeping = false; return }
-        if let b = name.baseAddress, name.count > 0 { (bytes + bytesUsed).update(from: b, count: name.count) }
-        if let b = value.baseAddress, value.count > 0 { (bytes + bytesUsed + name.count).update(from: b, count: value.count) }
+        if let b = name.baseAddress, name.count > 0 { (bytes + bytesUsed).assignBits(from: b, count: name.count) }
+        if let b = value.baseAddress, value.count > 0 { (bytes + bytesUsed + name.count).assignBits(from: b, count: value.count) }
         fields[fieldCount] = (bytesUsed, name.count, bytesUsed + name.count, value.count)
         fieldCount += 1
         bytesUsed += name.count + value.count
@@ -812,7 +812,7 @@ struct BlockMemo {
         guard keeping else { return }
         guard insertCount < Self.maxInserts, insertTotal + rep.count <= Self.maxBlock, let inserts, let insertBytes,
               let src = rep.baseAddress else { keeping = false; return }
-        (insertBytes + insertTotal).update(from: src, count: rep.count)
+        (insertBytes + insertTotal).assignBits(from: src, count: rep.count)
         insertTotal += rep.count
         inserts[insertCount] = (Int32(rep.count), Int32(clamping: least))
         insertCount += 1

@@ -42,7 +42,7 @@ public final class JSONLine {
         var c = cap * 2
         while c < need { c *= 2 }
         let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: c)
-        fresh.update(from: buf, count: count)
+        fresh.assignBits(from: buf, count: count)
         buf.deallocate()
         buf = fresh
         cap = c
@@ -56,7 +56,7 @@ public final class JSONLine {
 
     @inline(__always) private func put(_ p: UnsafePointer<UInt8>, _ n: Int) {
         reserve(n)
-        (buf + count).update(from: p, count: n)
+        (buf + count).assignBits(from: p, count: n)
         count += n
     }
 
@@ -189,7 +189,7 @@ public final class JSONLine {
             }
             while i < n, !JSONLine.needsEscape(base[i]) { i += 1 }
             if i == n {
-                (buf + count).update(from: base, count: n)
+                (buf + count).assignBits(from: base, count: n)
                 count += n
                 return
             }
