@@ -43,6 +43,9 @@ mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 # casts, no reflection); this build is what checks it. Dynamic exclusivity checks are off: a
 # violation would trap inside the watched program (the unit tests' debug builds keep them).
 emb="$root/.build-lib/embedded"
+embedded_lib=$(dirname "$(dirname "$(command -v swiftc)")")/lib/swift/embedded/$(uname -m)-unknown-linux-gnu
+[ -f "$embedded_lib/libswiftUnicodeDataTables.a" ] ||
+  { echo "build-lib.sh: this Swift toolchain has no Embedded Swift stdlib for $(uname -m) Linux ($embedded_lib): the agent needs one (swift.org's 6.3 toolchains have it)" >&2; exit 1; }
 rm -rf "$emb"
 mkdir -p "$emb/modules" "$emb/obj"
 printf '{\n  global: wedjat_agent_init;\n  local: *;\n};\n' > "$emb/agent.map"
@@ -78,7 +81,7 @@ for src in CShims/common/*.c Sources/CWedjatNghttp2/*.c; do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 # Unicode tables for String's case mapping and comparison, from the toolchain's embedded stdlib.
-unicode=$(dirname "$(dirname "$(command -v swiftc)")")/lib/swift/embedded/$(uname -m)-unknown-linux-gnu/libswiftUnicodeDataTables.a
+unicode=$embedded_lib/libswiftUnicodeDataTables.a
 ${CC:-cc} -shared -fPIC -o "$emb/libwedjat-agent.so" "$emb"/obj/*.o "$unicode" -lm \
   -Wl,--version-script="$emb/agent.map" -Wl,--no-undefined -Wl,-z,relro -Wl,--gc-sections -Wl,-z,pack-relative-relocs
 strip --strip-unneeded -o "$out/libwedjat-agent.so.tmp" "$emb/libwedjat-agent.so"
