@@ -2,12 +2,12 @@
 # Builds the two in-process libraries into OUTDIR (default .build-lib/out):
 #   libwedjat.so        the C interposer, preloaded into every watched process
 #   libwedjat-agent.so  the Swift aggregator it loads when there are events to aggregate
-#                       (Embedded Swift: needs only libc and libm, only its entry point exported)
+#                       (Embedded Swift: needs only libc, only its entry point exported)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/.build-lib/out}
 config=${WEDJAT_BUILD_CONFIG:-release}
-mkdir -p "$out"
+mkdir -p "$out" "$root/.build-lib"
 cd "$root"
 
 # --- libwedjat.so (C only: tiny, cheap to load in every process)
@@ -33,7 +33,8 @@ ${CC:-cc} "${cflags[@]}" -shared "$objdir"/*.o CShims/interposer/*_x86_64.S \
 mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 
 # --- libwedjat-agent.so: WedjatCore + WedjatAgent compiled as Embedded Swift, with the C they
-# call (CShims/common, CWedjatNghttp2), into one library that needs only libc and libm.
+# call (CShims/common, CWedjatNghttp2) and the one libm function the stdlib needs (CShims/agent),
+# into one library that needs only libc.
 # Embedded Swift has no runtime metadata and compiles the parts of the stdlib the agent uses
 # into it: the library is 0.7 MB with about 900 relocations, where the static stdlib made it
 # 6.3 MB with 16,000 (an empty Swift library with the static stdlib is 5.7 MB and 14,800:
@@ -75,14 +76,14 @@ swiftc "${swiftflags[@]}" -module-name WedjatCore -emit-module -emit-module-path
   -c -o "$emb/obj/WedjatCore.o" Sources/WedjatCore/*.swift
 swiftc "${swiftflags[@]}" -module-name WedjatAgent -c -o "$emb/obj/WedjatAgent.o" Sources/WedjatAgent/*.swift
 pids=()
-for src in CShims/common/*.c Sources/CWedjatNghttp2/*.c; do
+for src in CShims/common/*.c CShims/agent/*.c Sources/CWedjatNghttp2/*.c; do
   ${CC:-cc} -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE -I CShims/common/include -I CShims/common \
     -I Sources/CWedjatNghttp2/include -c "$src" -o "$emb/obj/c_$(basename "$src" .c).o" & pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 # Unicode tables for String's case mapping and comparison, from the toolchain's embedded stdlib.
 unicode=$embedded_lib/libswiftUnicodeDataTables.a
-${CC:-cc} -shared -fPIC -o "$emb/libwedjat-agent.so" "$emb"/obj/*.o "$unicode" -lm \
+${CC:-cc} -shared -fPIC -o "$emb/libwedjat-agent.so" "$emb"/obj/*.o "$unicode" \
   -Wl,--version-script="$emb/agent.map" -Wl,--no-undefined -Wl,-z,relro -Wl,--gc-sections -Wl,-z,pack-relative-relocs
 strip --strip-unneeded -o "$out/libwedjat-agent.so.tmp" "$emb/libwedjat-agent.so"
 mv "$out/libwedjat-agent.so.tmp" "$out/libwedjat-agent.so"

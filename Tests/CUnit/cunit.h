@@ -25,4 +25,5 @@ void test_h1_stash(void);
 void test_close_in_flight(void);
 void test_direct(void);
 void test_json(void);
+void test_agent_ceil(void);
 #endif

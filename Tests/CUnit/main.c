@@ -10,6 +10,7 @@ int main(void) {
     test_close_in_flight();
     test_direct();
     test_json();
+    test_agent_ceil();
     printf("cunit: %d checks, %d failed\n", cunit_checks, cunit_failures);
     return cunit_failures != 0;
 }
