@@ -65,7 +65,7 @@ echo "fuzz: http: $runs runs in ${seconds}s, 0 crashes"
 # The HTTP/2 decoder: its Swift files and the libnghttp2 loader (HPACK through the system's
 # libnghttp2, not instrumented: the decoder's use of it is what is fuzzed).
 bin="$out/fuzz_http2"
-h2_sources=(HTTP1.swift HTTP1Parser.swift HTTP2Details.swift HTTP2.swift HTTP2Decoder.swift HTTP2Record.swift HPACK.swift JSONLine.swift)
+h2_sources=(Copying.swift HTTP1.swift HTTP1Parser.swift HTTP2Details.swift HTTP2.swift HTTP2Decoder.swift HTTP2Record.swift HPACK.swift JSONLine.swift)
 if ! { clang -g -O1 -fsanitize=fuzzer-no-link,address -c "$root/Sources/CWedjatNghttp2/loader.c" \
          -I "$root/Sources/CWedjatNghttp2/include" -o "$out/nghttp2_loader.o" &&
        swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name fuzzhttp2 "$root/Tests/Fuzz/fuzz_http2.swift" \
