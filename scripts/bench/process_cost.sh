@@ -23,22 +23,9 @@ gcc -O2 -o "$work/proc_cost" "$here/proc_cost.c"
 gcc -O2 -o "$work/spawn_timer" "$here/spawn_timer.c"
 
 # A loopback HTTP server, unwatched: a 600-byte file.
-mkdir -p "$work/www"
-head -c 600 /dev/zero | tr '\0' x > "$work/www/f.txt"
-python3 - "$work/www" "$work/port" <<'PY' &
-import http.server, os, socketserver, sys
-os.chdir(sys.argv[1])
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a): pass
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-s = S(("127.0.0.1", 0), Quiet)
-open(sys.argv[2], "w").write(str(s.server_address[1]))
-s.serve_forever()
-PY
-srv=$!
-for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
-url="http://127.0.0.1:$(cat "$work/port")/f.txt"
+# shellcheck source=lib/file_server.sh
+. "$here/lib/file_server.sh"
+file_server_start "$work"
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 

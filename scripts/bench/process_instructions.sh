@@ -32,23 +32,9 @@ srv=
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-mkdir -p "$work/www"
-head -c 600 /dev/zero | tr '\0' x > "$work/www/f.txt"
-python3 - "$work/www" "$work/port" <<'PY' &
-import http.server, os, socketserver, sys
-os.chdir(sys.argv[1])
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a): pass
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-s = S(("127.0.0.1", 0), Quiet)
-open(sys.argv[2], "w").write(str(s.server_address[1]))
-s.serve_forever()
-PY
-srv=$!
-for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { echo "the server did not start" >&2; exit 1; }
-url="http://127.0.0.1:$(cat "$work/port")/f.txt"
+# shellcheck source=lib/file_server.sh
+. "$root/scripts/bench/lib/file_server.sh"
+file_server_start "$work"
 
 # total FILE: the instructions callgrind counted in one thread's file
 total() { awk '/^(summary|totals):/ { print $2; exit }' "$1"; }
