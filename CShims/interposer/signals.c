@@ -229,25 +229,33 @@ int wj_hook_sigaction(int sig, const struct sigaction *act, struct sigaction *ol
         return r;
     }
     begin_write(d);
+    // The previous action comes back from the call that sets the new one (one system call, as
+    // the app's own), and is shown as the app set it. app_view finds the app's handler by the
+    // trampoline the kernel had, whose slot is not the one written here.
     struct sigaction prev;
-    int r = WJ_REAL(sigaction)(sig, 0, &prev);
-    if (r == 0) {
-        app_view(sig, &prev);
-        if (handles(act)) {
-            int next = 1 - atomic_load(&d->active);
-            d->slot[next].fn = (act->sa_flags & SA_SIGINFO) ? (void *)act->sa_sigaction : (void *)act->sa_handler;
-            d->slot[next].siginfo = (act->sa_flags & SA_SIGINFO) != 0;
-            d->slot[next].onstack = (act->sa_flags & SA_ONSTACK) != 0;
-            struct sigaction k = *act;
-            k.sa_flags |= SA_SIGINFO;
-            k.sa_sigaction = next ? trampoline1 : trampoline0;
-            r = WJ_REAL(sigaction)(sig, &k, 0);
-            if (r == 0) atomic_store(&d->active, next);
-        } else if (fatal_watched(sig) && is_default(act)) {
-            r = hold_default(sig, d, act);
-        } else {
-            r = WJ_REAL(sigaction)(sig, act, 0);
+    int r;
+    if (handles(act)) {
+        int next = 1 - atomic_load(&d->active);
+        d->slot[next].fn = (act->sa_flags & SA_SIGINFO) ? (void *)act->sa_sigaction : (void *)act->sa_handler;
+        d->slot[next].siginfo = (act->sa_flags & SA_SIGINFO) != 0;
+        d->slot[next].onstack = (act->sa_flags & SA_ONSTACK) != 0;
+        struct sigaction k = *act;
+        k.sa_flags |= SA_SIGINFO;
+        k.sa_sigaction = next ? trampoline1 : trampoline0;
+        r = WJ_REAL(sigaction)(sig, &k, &prev);
+        if (r == 0) {
+            app_view(sig, &prev);
+            atomic_store(&d->active, next);
         }
+    } else if (fatal_watched(sig) && is_default(act)) {
+        r = WJ_REAL(sigaction)(sig, 0, &prev);
+        if (r == 0) {
+            app_view(sig, &prev);
+            r = hold_default(sig, d, act);
+        }
+    } else {
+        r = WJ_REAL(sigaction)(sig, act, &prev);
+        if (r == 0) app_view(sig, &prev);
     }
     int err = errno;
     end_write(d);
