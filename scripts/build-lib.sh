@@ -39,7 +39,8 @@ mv "$out/libwedjat.so.tmp" "$out/libwedjat.so"
 # into it: the library is 0.7 MB with about 900 relocations, where the static stdlib made it
 # 6.3 MB with 16,000 (an empty Swift library with the static stdlib is 5.7 MB and 14,800:
 # loading it, every process paid for relocating and registering all of the stdlib). A
-# one-request curl: wedjat's thread 531,000 -> 242,000 instructions, +1.21 -> +0.80 ms.
+# one-request curl: wedjat's thread 687,000 -> 206,000 instructions, +1.49 -> +0.82 ms
+# (docs/PERFORMANCE.md, scripts/bench/process_instructions.sh).
 # The agent's sources must stay embedded-compatible (no existentials of Error, no dynamic
 # casts, no reflection); this build is what checks it. Dynamic exclusivity checks are off: a
 # violation would trap inside the watched program (the unit tests' debug builds keep them).
@@ -75,15 +76,14 @@ swiftflags=(-target "$(uname -m)-unknown-linux-gnu" -enable-experimental-feature
 swiftc "${swiftflags[@]}" -module-name WedjatCore -emit-module -emit-module-path "$emb/modules/WedjatCore.swiftmodule" \
   -c -o "$emb/obj/WedjatCore.o" Sources/WedjatCore/*.swift
 swiftc "${swiftflags[@]}" -module-name WedjatAgent -c -o "$emb/obj/WedjatAgent.o" Sources/WedjatAgent/*.swift
-pids=()
-for src in CShims/common/*.c CShims/agent/*.c Sources/CWedjatNghttp2/*.c; do
-  ${CC:-cc} -std=gnu11 -O2 -g -fPIC -fvisibility=hidden -D_GNU_SOURCE -I CShims/common/include -I CShims/common \
-    -I Sources/CWedjatNghttp2/include -c "$src" -o "$emb/obj/c_$(basename "$src" .c).o" & pids+=($!)
+# CShims/common's objects are libwedjat.so's, above; the agent's own C is compiled here.
+common_objs=()
+for src in CShims/common/*.c; do common_objs+=("$objdir/$(basename "$src" .c).o"); done
+for src in CShims/agent/*.c Sources/CWedjatNghttp2/*.c; do
+  ${CC:-cc} "${cflags[@]}" -I Sources/CWedjatNghttp2/include -c "$src" -o "$emb/obj/c_$(basename "$src" .c).o"
 done
-for pid in "${pids[@]}"; do wait "$pid"; done
-# Unicode tables for String's case mapping and comparison, from the toolchain's embedded stdlib.
-unicode=$embedded_lib/libswiftUnicodeDataTables.a
-${CC:-cc} -shared -fPIC -o "$emb/libwedjat-agent.so" "$emb"/obj/*.o "$unicode" \
+# The Unicode tables for String's case mapping and comparison, from the toolchain's embedded stdlib.
+${CC:-cc} -shared -fPIC -o "$emb/libwedjat-agent.so" "$emb"/obj/*.o "${common_objs[@]}" "$embedded_lib/libswiftUnicodeDataTables.a" \
   -Wl,--version-script="$emb/agent.map" -Wl,--no-undefined -Wl,-z,relro -Wl,--gc-sections -Wl,-z,pack-relative-relocs
 strip --strip-unneeded -o "$out/libwedjat-agent.so.tmp" "$emb/libwedjat-agent.so"
 mv "$out/libwedjat-agent.so.tmp" "$out/libwedjat-agent.so"
