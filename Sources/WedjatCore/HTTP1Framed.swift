@@ -416,10 +416,11 @@ public final class HTTP1Framed {
                 }
                 continue
             }
-            var c = 0
-            let table = HTTP1Syntax.nameTable.utf8Start
-            while c < n, table[Int(q[c])] == 49 { c += 1 }
-            guard c > 0, c < n, q[c] == 58 else { continue }
+            // Only four names are kept, of 4, 10, 12 and 14 bytes: the colon is looked for there
+            // (a name that matches one of them is a token, so that colon is its first).
+            let c: Int
+            if n > 4, q[4] == 58 { c = 4 } else if n > 10, q[10] == 58 { c = 10 }
+            else if n > 12, q[12] == 58 { c = 12 } else if n > 14, q[14] == 58 { c = 14 } else { continue }
             var vs = c + 1, ve = n
             while vs < ve, q[vs] == 32 || q[vs] == 9 { vs += 1 }
             while ve > vs, q[ve - 1] == 32 || q[ve - 1] == 9 { ve -= 1 }

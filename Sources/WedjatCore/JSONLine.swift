@@ -56,7 +56,7 @@ public final class JSONLine {
 
     @inline(__always) private func put(_ p: UnsafePointer<UInt8>, _ n: Int) {
         reserve(n)
-        (buf + count).assignBits(from: p, count: n)
+        UnsafeMutableRawPointer(buf + count).copyShort(from: p, count: n)
         count += n
     }
 
@@ -76,8 +76,7 @@ public final class JSONLine {
         var w = buf + count
         if needsComma { w.pointee = UInt8(ascii: ","); w += 1 }
         w.pointee = UInt8(ascii: "\"")
-        let src = k.utf8Start
-        for i in 0..<n { w[1 + i] = src[i] }   // keys are short: no memmove call
+        UnsafeMutableRawPointer(w + 1).copyShort(from: k.utf8Start, count: n)   // keys are short
         w[1 + n] = UInt8(ascii: "\"")
         w[2 + n] = UInt8(ascii: ":")
         count = (w + 3 + n) - buf
@@ -142,6 +141,7 @@ public final class JSONLine {
         // The digit count first, then the digits from the end, two at a time, in place.
         var digits = 1
         var t = n
+        while t >= 10_000 { t /= 10_000; digits += 4 }   // timestamps have 16 digits
         while t >= 10 { t /= 10; digits += 1 }
         var w = buf + count + digits
         let table = JSONLine.pairs.utf8Start
@@ -189,7 +189,7 @@ public final class JSONLine {
             }
             while i < n, !JSONLine.needsEscape(base[i]) { i += 1 }
             if i == n {
-                (buf + count).assignBits(from: base, count: n)
+                UnsafeMutableRawPointer(buf + count).copyShort(from: base, count: n)
                 count += n
                 return
             }

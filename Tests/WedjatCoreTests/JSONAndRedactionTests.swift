@@ -1,6 +1,6 @@
 import XCTest
 import CWedjatCommon
-import WedjatCore
+@testable import WedjatCore
 
 final class JSONAndRedactionTests: XCTestCase {
     private func redact(_ previous: String?, _ arg: String) -> String {
@@ -64,7 +64,7 @@ final class JSONAndRedactionTests: XCTestCase {
     }
 
     func testSwiftJSONLine() throws {
-        var line = JSONLine()
+        let line = JSONLine()
         line.beginObject()
         line.field("a", 12345)
         line.field("b", "x\"y")
@@ -112,5 +112,42 @@ final class JSONAndRedactionTests: XCTestCase {
         XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), expected)
         line.reset()
         XCTAssertEqual(line.count, 0)
+    }
+
+    /// Every length a short copy handles by size class (0-3, 4-7, 8-16, 17-32, longer): the
+    /// bytes copied exactly, none around them touched.
+    func testCopyShortEveryLength() {
+        for n in 0...70 {
+            let src = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            var dst = [UInt8](repeating: 0xEE, count: n + 16)
+            src.withUnsafeBytes { s in
+                dst.withUnsafeMutableBytes { d in
+                    (d.baseAddress! + 8).copyShort(from: s.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, count: n)
+                }
+            }
+            XCTAssertEqual(Array(dst[8..<(8 + n)]), src, "length \(n)")
+            XCTAssertEqual(Array(dst[0..<8]) + Array(dst[(8 + n)...]), [UInt8](repeating: 0xEE, count: 16), "length \(n)")
+        }
+    }
+
+    /// Strings of every length up to 40 as values and as keys (the short-copy classes), between
+    /// other fields.
+    func testSwiftJSONLineStringsOfEveryLength() {
+        let line = JSONLine(capacity: 16)
+        var expected = "{"
+        line.beginObject()
+        for n in 0...40 {
+            let v = String((0..<n).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+            line.key(dynamic: "k" + v)
+            line.value(v)
+            line.field("n", n)
+            expected += (n > 0 ? "," : "") + "\"k\(v)\":\"\(v)\",\"n\":\(n)"
+        }
+        line.field("request_header_bytes", 1)
+        line.field("a_key_of_thirty_three_bytes_long", 2)
+        expected += #","request_header_bytes":1,"a_key_of_thirty_three_bytes_long":2"#
+        line.endObject()
+        expected += "}"
+        XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), expected)
     }
 }

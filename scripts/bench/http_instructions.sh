@@ -209,13 +209,21 @@ if { [ -z "$only" ] || [ "$only" = nginx ]; } && command -v nginx >/dev/null && 
         python3 - "$work/logs-default" <<'PY'
 import json, os, sys
 d = sys.argv[1]
-http = summ = 0
+runs = []   # per nginx run (one log each): (exchanges, http records)
 for f in os.listdir(d):
+    http = summ = 0
     for line in open(os.path.join(d, f)):
         r = json.loads(line)
         if r["type"] == "http": http += 1
         elif r["type"] == "http_summary": summ += r["count"]
-print(f"  exchanges logged by the default runs: {http} http records + {summ} in http_summary (h2load sent 16,000)")
+    if http + summ: runs.append((http + summ, http))
+runs.sort()
+http, total = sum(r[1] for r in runs), sum(r[0] for r in runs)
+print(f"  exchanges logged by the default runs: {http} http records + {total - http} in http_summary (h2load sent 16,000)")
+if len(runs) == 2 and runs[1][0] > runs[0][0]:
+    # The per-request figures are the difference of the two runs: so is the share of records in them.
+    share = (runs[1][1] - runs[0][1]) / (runs[1][0] - runs[0][0])
+    print(f"  records among the measured (difference) requests: {100 * share:.1f}%")
 PY
     fi
 elif [ -z "$only" ] || [ "$only" = nginx ]; then
