@@ -4,18 +4,19 @@
 # h2load, then each thread's exclusive instructions per request by function, the agent's
 # functions named although valgrind cannot name them (lib/callgrind_symbols.py). The method of
 # docs/PERFORMANCE.md's HTTP/2 sections, as a script.
-#   scripts/bench/agent_profile.sh LIBDIR [--h1] [--records] [--requests N] [--top K] [--keep DIR]
+#   scripts/bench/agent_profile.sh LIBDIR [--h1] [--records | --all-records] [--requests N] [--top K] [--keep DIR]
 # LIBDIR: scripts/build-lib.sh's output; the agent's symbols come from .build-lib/embedded/
 # libwedjat-agent.so (the same build: its GNU build id is checked). Default: nginx TLS +
 # HTTP/2, 606-byte file, h2load -c 4 -m 10, 13,000 requests, every stream only counted
 # (WEDJAT_HTTP_RECORDS=0, as at a real server's rate); --h1: HTTP/1.1 in clear text (h2load
-# --h1 -c 8); --records: the default record budget. The per-request figures include start-up
+# --h1 -c 8); --records: the default record budget; --all-records: every exchange a record (the
+# cost of one record, against the default run). The per-request figures include start-up
 # and the TLS handshakes (a few hundred instructions a request at 13,000); h2_instructions.sh
 # gives the exact totals. --keep DIR: leaves callgrind's outputs there (for callgrind_annotate
 # --auto=yes on libwedjat.so's lines, which has its debug information).
 # Talks only to 127.0.0.1; the nginx it starts is stopped by its PID.
 set -euo pipefail
-usage() { echo "usage: $0 LIBDIR [--h1] [--records] [--requests N] [--top K] [--keep DIR]" >&2; exit 2; }
+usage() { echo "usage: $0 LIBDIR [--h1] [--records | --all-records] [--requests N] [--top K] [--keep DIR]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 root=$(cd "$(dirname "$0")/../.." && pwd)
 libdir=$(cd "$1" && pwd)
@@ -25,6 +26,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --h1) h1=1 ;;
         --records) records=1 ;;
+        --all-records) records=2 ;;
         --requests) n=$2; shift ;;
         --top) top=$2; shift ;;
         --keep) keep=$2; shift ;;
@@ -82,6 +84,7 @@ http {
 CONF
 envs=(WEDJAT_DIR="$work/logs" LD_PRELOAD="$libdir/libwedjat.so")
 [ "$records" = 0 ] && envs+=(WEDJAT_HTTP_RECORDS=0)
+[ "$records" = 2 ] && envs+=(WEDJAT_HTTP_RECORDS=1000000)
 env "${envs[@]}" valgrind --tool=callgrind --separate-threads=yes --dump-instr=yes \
     --callgrind-out-file="$work/cg.out" nginx -c "$work/nginx.conf" > "$work/valgrind.log" 2>&1 &
 pid=$!
@@ -97,7 +100,7 @@ kill -QUIT "$pid"
 wait "$pid" || true
 pid=
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(valgrind --version); nginx $([ "$h1" = 1 ] && echo "HTTP/1.1" || echo "TLS + HTTP/2"), ${load[*]} -n $n;" \
-     "$([ "$records" = 1 ] && echo "default record budget" || echo "WEDJAT_HTTP_RECORDS=0"); per request:"
+     "$(case $records in 0) echo "WEDJAT_HTTP_RECORDS=0" ;; 1) echo "default record budget" ;; *) echo "every exchange a record" ;; esac); per request:"
 python3 "$root/scripts/bench/lib/callgrind_symbols.py" "$n" "$agent_syms" "$init_offset" "$top" "$work"/cg.out-*
 python3 - "$work/logs" <<'PY'
 import json, os, sys
