@@ -47,7 +47,7 @@ init_offset=$(nm -D --defined-only "$agent_syms" | awk '$3 == "wedjat_agent_init
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-agent-profile.XXXXXX")
 pid=
 cleanup() {
-    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; fi
+    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT

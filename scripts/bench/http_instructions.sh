@@ -49,7 +49,7 @@ command -v valgrind >/dev/null || { echo "needs valgrind (scripts/deps.sh instal
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-instr.XXXXXX")
 pids=()
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT
