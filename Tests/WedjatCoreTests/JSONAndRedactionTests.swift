@@ -143,9 +143,10 @@ final class JSONAndRedactionTests: XCTestCase {
             line.field("n", n)
             expected += (n > 0 ? "," : "") + "\"k\(v)\":\"\(v)\",\"n\":\(n)"
         }
-        line.field("request_header_bytes", 1)
-        line.field("a_key_of_thirty_three_bytes_long", 2)
-        expected += #","request_header_bytes":1,"a_key_of_thirty_three_bytes_long":2"#
+        line.field("request_header_bytes", 1)   // static keys of 20, 32 and 33 bytes
+        line.field("a_key_of_thirty_two_bytes_long__", 2)
+        line.field("a_key_of_thirty_three_bytes_long_", 3)
+        expected += #","request_header_bytes":1,"a_key_of_thirty_two_bytes_long__":2,"a_key_of_thirty_three_bytes_long_":3"#
         line.endObject()
         expected += "}"
         XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), expected)
