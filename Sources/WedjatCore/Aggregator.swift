@@ -476,8 +476,8 @@ public final class Aggregator {
         }
         begin(.http, mono: endMono, tid: tid)
         line.field("conn_id", ev.conn_id)
-        line.field("role", ev.role == UInt8(WJ_ROLE_SERVER) ? "server" : "client")
-        line.field("scheme", tls ? "https" : "http")
+        line.field("role", raw: ev.role == UInt8(WJ_ROLE_SERVER) ? "\"server\"" : "\"client\"")
+        line.field("scheme", raw: tls ? "\"https\"" : "\"http\"")
         // An inherited connection's response alone (its request was the parent's): no request fields.
         let alone = ex.method.isEmpty
         line.field("method", alone ? nil : ex.method)

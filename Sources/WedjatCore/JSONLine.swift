@@ -145,6 +145,16 @@ public final class JSONLine {
         while t >= 10 { t /= 10; digits += 1 }
         var w = buf + count + digits
         let table = JSONLine.pairs.utf8Start
+        while n >= 10_000 {   // four digits a division
+            let r = Int(n % 10_000)
+            n /= 10_000
+            let hi = r / 100, lo = r % 100
+            w -= 4
+            w[0] = table[2 * hi]
+            w[1] = table[2 * hi + 1]
+            w[2] = table[2 * lo]
+            w[3] = table[2 * lo + 1]
+        }
         while n >= 100 {
             let r = Int(n % 100)
             n /= 100
@@ -186,6 +196,18 @@ public final class JSONLine {
                 let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
                 if JSONLine.anyNeedsEscape(w) { break }
                 i += 8
+            }
+            if i + 8 > n {
+                // The last bytes (fewer than 8) in one word too: the last 8 of the string
+                // (overlapping the words before), or, in a shorter one, its bytes over a word
+                // of 'a's.
+                var tail: UInt64 = 0x6161_6161_6161_6161
+                if n >= 8 {
+                    tail = UnsafeRawPointer(base + n - 8).loadUnaligned(as: UInt64.self)
+                } else {
+                    withUnsafeMutableBytes(of: &tail) { $0.baseAddress!.copyShort(from: base, count: n) }
+                }
+                if !JSONLine.anyNeedsEscape(tail) { i = n }
             }
             while i < n, !JSONLine.needsEscape(base[i]) { i += 1 }
             if i == n {

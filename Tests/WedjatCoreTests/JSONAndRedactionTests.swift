@@ -151,4 +151,21 @@ final class JSONAndRedactionTests: XCTestCase {
         expected += "}"
         XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), expected)
     }
+
+    /// One byte to escape at every place of strings of 1-20 bytes (the word checks, the last
+    /// word overlapping the ones before, a short string's word): found wherever it is.
+    func testSwiftJSONLineEscapeAtEveryPlace() {
+        for n in 1...20 {
+            for at in 0..<n {
+                for (byte, escaped) in [(UInt8(0x22), "\\\""), (0x5C, "\\\\"), (0x01, "\\u0001"), (0x7F, "\\u007f")] {
+                    var t = [UInt8](repeating: UInt8(ascii: "y"), count: n)
+                    t[at] = byte
+                    let line = JSONLine()
+                    line.value(String(decoding: t, as: UTF8.self))
+                    let expected = "\"" + String(repeating: "y", count: at) + escaped + String(repeating: "y", count: n - at - 1) + "\""
+                    XCTAssertEqual(String(decoding: line.bytes, as: UTF8.self), expected, "length \(n), byte \(byte) at \(at)")
+                }
+            }
+        }
+    }
 }
