@@ -92,7 +92,15 @@ wait_file() {
 }
 
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    # Never one this test was given already: the kernel may hand the same free port out twice
+    # (test_78 once got nginx's own port for its second listen).
+    local p given=$TEST_TMP/.ports_given
+    for _ in 1 2 3 4 5 6 7 8; do
+        p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+        grep -qx "$p" "$given" 2>/dev/null || break
+    done
+    echo "$p" >> "$given"
+    echo "$p"
 }
 
 pylogs() {
