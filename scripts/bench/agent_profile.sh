@@ -50,7 +50,7 @@ init_offset=$(nm -D --defined-only "$agent_syms" | awk '$3 == "wedjat_agent_init
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-agent-profile.XXXXXX")
 pid=
 cleanup() {
-    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; fi
+    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -90,15 +90,7 @@ envs=(WEDJAT_DIR="$work/logs" LD_PRELOAD="$libdir/libwedjat.so")
 [ "$records" = 2 ] && envs+=(WEDJAT_HTTP_RECORDS=1000000)
 server=(nginx -c "$work/nginx.conf")
 if [ "$node" = 1 ]; then
-    # The server of http_instructions.sh's node row, on the chosen port.
-    cat > "$work/server.js" <<'JS'
-const http = require('http');
-const body = Buffer.alloc(600, 'a');
-const server = http.createServer((req, res) => { res.setHeader('Content-Type', 'text/plain'); res.end(body); });
-server.listen(Number(process.argv[2]), '127.0.0.1');
-process.on('SIGQUIT', () => server.close(() => process.exit(0)));
-JS
-    server=(node "$work/server.js" "$port")
+    server=(node "$root/scripts/bench/lib/node_server.js" "$port")
     url="http://127.0.0.1:$port/"
 fi
 env "${envs[@]}" valgrind --tool=callgrind --separate-threads=yes --dump-instr=yes \
@@ -118,14 +110,5 @@ pid=
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(valgrind --version); ${server[0]} $([ "$h1" = 1 ] && echo "HTTP/1.1" || echo "TLS + HTTP/2"), ${load[*]} -n $n;" \
      "$(case $records in 0) echo "WEDJAT_HTTP_RECORDS=0" ;; 1) echo "default record budget" ;; *) echo "every exchange a record" ;; esac); per request:"
 python3 "$root/scripts/bench/lib/callgrind_symbols.py" "$n" "$agent_syms" "$init_offset" "$top" "$work"/cg.out-*
-python3 - "$work/logs" <<'PY'
-import json, os, sys
-http = summ = 0
-for f in os.listdir(sys.argv[1]):
-    for line in open(os.path.join(sys.argv[1], f)):
-        r = json.loads(line)
-        if r["type"] == "http": http += 1
-        elif r["type"] == "http_summary": summ += r["count"]
-print(f"exchanges logged: {http} http records + {summ} in http_summary")
-PY
+python3 "$root/scripts/bench/lib/exchanges.py" "$work/logs" "exchanges logged:"
 if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$work"/cg.out-* "$keep"/ && echo "callgrind outputs in $keep"; fi

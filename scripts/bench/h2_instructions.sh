@@ -66,7 +66,7 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-h2.XXXXXX")
 pids=()
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -49,7 +49,7 @@ command -v valgrind >/dev/null || { echo "needs valgrind (scripts/deps.sh instal
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-instr.XXXXXX")
 pids=()
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -206,25 +206,7 @@ if { [ -z "$only" ] || [ "$only" = nginx ]; } && command -v nginx >/dev/null && 
     done
     report "nginx, 606-byte file, h2load --h1 -c 8 (keep-alive):" request nginx.plain nginx.http0 nginx.default nginx.counted
     if [ -d "$work/logs-default" ]; then
-        python3 - "$work/logs-default" <<'PY'
-import json, os, sys
-d = sys.argv[1]
-runs = []   # per nginx run (one log each): (exchanges, http records)
-for f in os.listdir(d):
-    http = summ = 0
-    for line in open(os.path.join(d, f)):
-        r = json.loads(line)
-        if r["type"] == "http": http += 1
-        elif r["type"] == "http_summary": summ += r["count"]
-    if http + summ: runs.append((http + summ, http))
-runs.sort()
-http, total = sum(r[1] for r in runs), sum(r[0] for r in runs)
-print(f"  exchanges logged by the default runs: {http} http records + {total - http} in http_summary (h2load sent 16,000)")
-if len(runs) == 2 and runs[1][0] > runs[0][0]:
-    # The per-request figures are the difference of the two runs: so is the share of records in them.
-    share = (runs[1][1] - runs[0][1]) / (runs[1][0] - runs[0][0])
-    print(f"  records among the measured (difference) requests: {100 * share:.1f}%")
-PY
+        python3 "$here/lib/exchanges.py" "$work/logs-default" "  exchanges logged by the default runs (h2load sent 16,000):"
     fi
 elif [ -z "$only" ] || [ "$only" = nginx ]; then
     echo "nginx: skipped (needs nginx and h2load: Debian nginx, nghttp2-client)"
@@ -233,20 +215,12 @@ fi
 # ---------------------------------------------------------------- 3. Node.js
 if { [ -z "$only" ] || [ "$only" = node ]; } && command -v node >/dev/null && command -v h2load >/dev/null; then
     units=10000
-    cat > "$work/server.js" <<'JS'
-const http = require('http');
-const body = Buffer.alloc(600, 'a');
-const server = http.createServer((req, res) => { res.setHeader('Content-Type', 'text/plain'); res.end(body); });
-server.listen(0, '127.0.0.1', () => require('fs').writeFileSync(process.argv[2], String(server.address().port)));
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
-setInterval(() => {}, 1000);
-JS
     node_run() {
         local prefix=$1 n=$2
         shift 2
         rm -f "$work/node.port"
         env "$@" valgrind --tool=cachegrind --trace-children=yes --cache-sim="$cache_sim" --cachegrind-out-file="$work/cg.node.$prefix.$n" \
-            node "$work/server.js" "$work/node.port" >/dev/null 2>"$work/cg.node.$prefix.$n.err" &
+            node "$here/lib/node_server.js" 0 "$work/node.port" >/dev/null 2>"$work/cg.node.$prefix.$n.err" &
         local pid=$! port
         pids+=("$pid")
         port=$(port_of "$work/node.port") || { echo "node did not start" >&2; return 1; }

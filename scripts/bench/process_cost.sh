@@ -17,7 +17,7 @@ rounds=${2:-15}
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-proc.XXXXXX")
 shm=$(mktemp -d /dev/shm/wedjat-bench-proc.XXXXXX)
 srv=
-cleanup() { [ -n "$srv" ] && { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true; }; rm -rf "$work" "$shm"; }
+cleanup() { [ -n "$srv" ] && { kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; }; rm -rf "$work" "$shm"; }
 trap cleanup EXIT
 gcc -O2 -o "$work/proc_cost" "$here/proc_cost.c"
 gcc -O2 -o "$work/spawn_timer" "$here/spawn_timer.c"

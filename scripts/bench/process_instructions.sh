@@ -29,7 +29,7 @@ done
 for t in valgrind curl python3 readelf; do command -v "$t" >/dev/null || { echo "needs $t (scripts/deps.sh)" >&2; exit 2; }; done
 work=$(mktemp -d "${TMPDIR:-/tmp}/wedjat-bench-pinstr.XXXXXX")
 srv=
-cleanup() { [ -n "$srv" ] && { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null || true; }; rm -rf "$work"; }
+cleanup() { [ -n "$srv" ] && { kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; }; rm -rf "$work"; }
 trap cleanup EXIT
 
 # shellcheck source=lib/file_server.sh
